@@ -1,0 +1,71 @@
+"""System checks of a LeaseQueueBackend's configuration (run through Django's tasks checks)."""
+
+from django.apps import apps
+from django.conf import settings
+from django.core.checks import CheckMessage, Error, Warning
+from django.db import connections
+
+from django_leasequeue.conf import LeaseQueueOptions
+
+
+def check_backend(alias: str, options: LeaseQueueOptions) -> list[CheckMessage]:
+    where = f"TASKS[{alias!r}]"
+    messages: list[CheckMessage] = []
+    if not apps.is_installed("django_leasequeue"):
+        messages.append(
+            Error(
+                "django_leasequeue is not in INSTALLED_APPS, so its job table does not exist.",
+                hint="Add 'django_leasequeue' to INSTALLED_APPS and run migrate.",
+                id="leasequeue.E004",
+            )
+        )
+    if options.database not in settings.DATABASES:
+        messages.append(
+            Error(
+                f"{where} OPTIONS database {options.database!r} is not in DATABASES.",
+                id="leasequeue.E002",
+            )
+        )
+    elif connections[options.database].vendor != "postgresql":
+        messages.append(
+            Error(
+                f"{where} needs PostgreSQL; DATABASES[{options.database!r}] is "
+                f"{connections[options.database].vendor}.",
+                hint="The lease protocol relies on FOR UPDATE SKIP LOCKED and jsonb.",
+                id="leasequeue.E001",
+            )
+        )
+    if options.redis_alias is not None:
+        messages.extend(_check_redis_cache(where, options.redis_alias))
+    return messages
+
+
+def _check_redis_cache(where: str, redis_alias: str) -> list[CheckMessage]:
+    cache = settings.CACHES.get(redis_alias)
+    if cache is None:
+        return [
+            Error(
+                f"{where} OPTIONS redis_alias {redis_alias!r} is not in CACHES.",
+                hint="Point it at a django-redis cache, or set it to None to poll PostgreSQL only.",
+                id="leasequeue.E003",
+            )
+        ]
+    if not cache["BACKEND"].startswith("django_redis."):
+        return [
+            Error(
+                f"{where} OPTIONS redis_alias {redis_alias!r} uses {cache['BACKEND']}, "
+                "not django-redis.",
+                hint="Use django_redis.cache.RedisCache, or set redis_alias to None.",
+                id="leasequeue.E003",
+            )
+        ]
+    if "SOCKET_CONNECT_TIMEOUT" not in cache.get("OPTIONS", {}):
+        return [
+            Warning(
+                f"CACHES[{redis_alias!r}] sets no SOCKET_CONNECT_TIMEOUT: if the Redis host "
+                "becomes unreachable, enqueue waits for the operating system's connect timeout.",
+                hint="Set OPTIONS['SOCKET_CONNECT_TIMEOUT'] (and SOCKET_TIMEOUT) to a few seconds.",
+                id="leasequeue.W001",
+            )
+        ]
+    return []

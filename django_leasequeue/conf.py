@@ -1,0 +1,76 @@
+"""The backend's options, read from ``TASKS[alias]["OPTIONS"]``, with documented defaults."""
+
+from dataclasses import dataclass, fields
+from typing import Any, Self
+
+from django.core.exceptions import ImproperlyConfigured
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeaseQueueOptions:
+    """Every option the backend understands; keys in ``OPTIONS`` are these field names."""
+
+    # DATABASES alias holding the job table.
+    database: str = "default"
+    # CACHES alias of a django-redis cache that carries wake-up signals; None = poll only.
+    redis_alias: str | None = "default"
+    # Prefix of every Redis key the backend writes.
+    key_prefix: str = "leasequeue"
+    # How long a claim holds a job without a heartbeat before another worker may take it.
+    lease_seconds: float = 30.0
+    # How often a worker renews all its leases; must be well under lease_seconds.
+    heartbeat_seconds: float = 5.0
+    # Attempts per job unless the task says otherwise (a crash counts as an attempt).
+    max_attempts: int = 3
+    # First retry delay; doubles each attempt, with jitter, up to backoff_cap_seconds.
+    backoff_seconds: float = 1.0
+    backoff_cap_seconds: float = 600.0
+    # How long an idle worker waits on Redis (or sleeps when Redis is down) before polling SQL.
+    poll_seconds: float = 1.0
+    # How often each worker runs the recover sweep (expired leases, lost signals).
+    sweep_seconds: float = 5.0
+    # Due jobs left unclaimed this long are signalled again by the sweep.
+    resignal_after_seconds: float = 10.0
+    # Most rows a single recover statement touches.
+    sweep_batch: int = 500
+    # Minimum gap between two persisted progress updates of one job.
+    progress_interval_seconds: float = 0.25
+    # Server-side prepared statements in the worker; keep False behind PgBouncer < 1.21.
+    prepared_statements: bool = False
+
+    @classmethod
+    def from_options(cls, options: dict[str, Any]) -> Self:
+        """Build from an ``OPTIONS`` dict, refusing unknown keys and wrong types."""
+        known = {f.name: f for f in fields(cls)}
+        unknown = sorted(set(options) - set(known))
+        if unknown:
+            raise ImproperlyConfigured(
+                f"Unknown leasequeue OPTIONS {unknown}; valid keys are {sorted(known)}."
+            )
+        for name, value in options.items():
+            problem = _value_problem(name, value, known[name].default)
+            if problem:
+                raise ImproperlyConfigured(
+                    f"leasequeue OPTIONS[{name!r}] = {value!r} is invalid: expected {problem}."
+                )
+        opts = cls(**options)
+        if opts.heartbeat_seconds * 2 > opts.lease_seconds:
+            raise ImproperlyConfigured(
+                f"leasequeue OPTIONS: heartbeat_seconds ({opts.heartbeat_seconds}) must be at most "
+                f"half of lease_seconds ({opts.lease_seconds}), or leases expire between beats."
+            )
+        return opts
+
+
+def _value_problem(name: str, value: Any, default: Any) -> str | None:
+    """Describe what ``value`` should have been, or return None when it is acceptable."""
+    if isinstance(default, bool):
+        return None if isinstance(value, bool) else "True or False"
+    if isinstance(default, int | float):
+        is_number = isinstance(value, int | float) and not isinstance(value, bool)
+        if isinstance(default, int) and not isinstance(value, int):
+            is_number = False
+        return None if is_number and value > 0 else f"a positive {type(default).__name__}"
+    if value is None and name == "redis_alias":
+        return None
+    return None if isinstance(value, str) and value else "a non-empty string"

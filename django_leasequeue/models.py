@@ -1,0 +1,126 @@
+"""The job table: the single source of truth for every job's state."""
+
+from django.db import models
+from django.db.models import Value
+from django.db.models.functions import Now
+from django.tasks import TaskResultStatus
+from django.utils.translation import gettext_lazy as _
+
+from django_leasequeue.ids import uuid7
+
+
+class JobStatus(models.TextChoices):
+    QUEUED = "queued", _("Queued")
+    RUNNING = "running", _("Running")
+    RETRYING = "retrying", _("Retrying")
+    SUCCEEDED = "succeeded", _("Succeeded")
+    FAILED = "failed", _("Failed")
+    CANCELLED = "cancelled", _("Cancelled")
+
+    @classmethod
+    def claimable(cls) -> list[str]:
+        return [cls.QUEUED, cls.RETRYING]
+
+    @classmethod
+    def unfinished(cls) -> list[str]:
+        return [cls.QUEUED, cls.RETRYING, cls.RUNNING]
+
+    @classmethod
+    def terminal(cls) -> list[str]:
+        return [cls.SUCCEEDED, cls.FAILED, cls.CANCELLED]
+
+    @property
+    def django_status(self) -> TaskResultStatus:
+        """The status Django's Tasks API reports for this one (DESIGN §3)."""
+        return _DJANGO_STATUS[self]
+
+
+_DJANGO_STATUS = {
+    JobStatus.QUEUED: TaskResultStatus.READY,
+    JobStatus.RETRYING: TaskResultStatus.READY,
+    JobStatus.RUNNING: TaskResultStatus.RUNNING,
+    JobStatus.SUCCEEDED: TaskResultStatus.SUCCESSFUL,
+    JobStatus.FAILED: TaskResultStatus.FAILED,
+    JobStatus.CANCELLED: TaskResultStatus.FAILED,
+}
+
+
+class Job(models.Model):
+    """One enqueued call of a task, with its lease while a worker runs it.
+
+    Columns that heartbeats write (``heartbeat_at``, ``lease_expires_at``, ``progress``) are kept
+    out of every index so that a heartbeat is a HOT update.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+    task_path = models.CharField(max_length=255)
+    queue_name = models.CharField(max_length=100, db_default="default")
+    priority = models.SmallIntegerField(db_default=0)
+    args = models.JSONField(default=list, blank=True)
+    kwargs = models.JSONField(default=dict, blank=True)
+    backend = models.CharField(max_length=100, db_default="default")
+
+    status = models.CharField(max_length=16, choices=JobStatus, db_default=JobStatus.QUEUED)
+    run_after = models.DateTimeField(db_default=Now())
+    enqueued_at = models.DateTimeField(db_default=Now())
+    started_at = models.DateTimeField(null=True, blank=True)
+    last_attempted_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    attempt = models.PositiveIntegerField(db_default=0)
+    max_attempts = models.PositiveIntegerField(db_default=3)
+    timeout_seconds = models.FloatField(null=True, blank=True)
+    backoff_seconds = models.FloatField(db_default=1.0)
+
+    worker_id = models.CharField(max_length=100, null=True, blank=True)  # noqa: DJ001 (never claimed)
+    worker_ids = models.JSONField(db_default=Value([], models.JSONField()), blank=True)
+    lease_version = models.PositiveIntegerField(db_default=0)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    cancel_requested = models.BooleanField(db_default=False)
+
+    # NULL, not "", means "no key": the partial unique index ignores NULLs.
+    unique_key = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001
+    result = models.JSONField(null=True, blank=True)
+    errors = models.JSONField(db_default=Value([], models.JSONField()), blank=True)
+    progress = models.JSONField(null=True, blank=True)
+    checkpoint = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("job")
+        verbose_name_plural = _("jobs")
+        indexes = [
+            models.Index(
+                "queue_name",
+                models.F("priority").desc(),
+                "run_after",
+                "id",
+                name="leasequeue_job_claimable",
+                condition=models.Q(status__in=JobStatus.claimable()),
+            ),
+            models.Index(
+                fields=["queue_name"],
+                name="leasequeue_job_running",
+                condition=models.Q(status=JobStatus.RUNNING),
+            ),
+            models.Index(fields=["status", "finished_at"], name="leasequeue_job_finished"),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["unique_key"],
+                name="leasequeue_job_unique_key",
+                condition=models.Q(status__in=JobStatus.unfinished(), unique_key__isnull=False),
+                violation_error_message=_("An unfinished job already holds this unique key."),
+            ),
+            models.CheckConstraint(
+                condition=models.Q(priority__gte=-100, priority__lte=100),
+                name="leasequeue_job_priority_range",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(status__in=JobStatus.values),
+                name="leasequeue_job_status_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task_path} [{self.status}] {self.id}"

@@ -1,0 +1,339 @@
+"""The lease protocol: every step of a job's life as a named SQL statement, sync and async.
+
+A step is built as a ``Statement`` (query from ``queries.sql``, parameters, and how to read the
+rows back) and run with ``execute`` on Django's connection (joining the caller's transaction) or
+``aexecute`` on the worker's psycopg ``AsyncConnection``. Worker writes are fenced by ``Lease``:
+a fenced step returns False (or None) when the lease was lost, and nothing was written.
+"""
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import psycopg
+from django.db import connections
+from django.tasks import Task
+
+from django_leasequeue import jsonargs
+from django_leasequeue.sql import QUERIES, Query
+
+Row = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Statement[T]:
+    """One named query with its parameters and the reader of its result rows."""
+
+    query: Query
+    params: dict[str, Any]
+    read: Callable[[list[Row]], T]
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """The fencing token a claim hands out: only its holder may write the job."""
+
+    job_id: UUID
+    lease_version: int
+
+
+@dataclass(frozen=True, slots=True)
+class NewJob:
+    """A job about to be enqueued, its options resolved against the backend's defaults."""
+
+    id: UUID
+    task: Task
+    args: list[Any]
+    kwargs: dict[str, Any]
+    max_attempts: int
+    timeout_seconds: float | None
+    backoff_seconds: float
+    unique_key: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedJob:
+    """A job a worker has just claimed, with everything needed to run it."""
+
+    lease: Lease
+    task_path: str
+    queue_name: str
+    priority: int
+    backend: str
+    args: list[Any]
+    kwargs: dict[str, Any]
+    attempt: int
+    max_attempts: int
+    timeout_seconds: float | None
+    backoff_seconds: float
+    checkpoint: Any
+    enqueued_at: datetime
+    started_at: datetime
+    last_attempted_at: datetime
+    worker_ids: list[str]
+    errors: list[dict[str, Any]]
+
+    @property
+    def id(self) -> UUID:
+        return self.lease.job_id
+
+    @classmethod
+    def from_row(cls, row: Row) -> "ClaimedJob":
+        return cls(
+            lease=Lease(row.pop("id"), row.pop("lease_version")),
+            args=json.loads(row.pop("args")),
+            kwargs=json.loads(row.pop("kwargs")),
+            checkpoint=_json_or_none(row.pop("checkpoint")),
+            worker_ids=json.loads(row.pop("worker_ids")),
+            errors=json.loads(row.pop("errors")),
+            **row,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatReply:
+    """Which of the presented leases are still held, and which of those should stop."""
+
+    held: frozenset[UUID]
+    cancel_requested: frozenset[UUID]
+
+
+@dataclass(frozen=True, slots=True)
+class FailOutcome:
+    """Where a failed attempt left its job: ``retrying`` (with its next run) or ``failed``."""
+
+    status: str
+    run_after: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class SweptJob:
+    id: UUID
+    status: str
+    queue_name: str
+
+
+def _json_or_none(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def _rows(rows: list[Row]) -> list[Row]:
+    return rows
+
+
+def _applied(rows: list[Row]) -> bool:
+    return bool(rows)
+
+
+def _statement[T](name: str, read: Callable[[list[Row]], T], **params: Any) -> Statement[T]:
+    return Statement(QUERIES[name], params, read)
+
+
+def _by_id(rows: list[Row]) -> dict[UUID, Row]:
+    return {row["id"]: row for row in rows}
+
+
+def enqueue(jobs: Sequence[NewJob]) -> Statement[dict[UUID, Row]]:
+    """Insert jobs; returns ``id -> {enqueued_at, run_after}`` of those inserted (not key-held)."""
+    return _statement(
+        "enqueue",
+        _by_id,
+        ids=[job.id for job in jobs],
+        task_paths=[job.task.module_path for job in jobs],
+        queue_names=[job.task.queue_name for job in jobs],
+        priorities=[job.task.priority for job in jobs],
+        backends=[job.task.backend for job in jobs],
+        args=[jsonargs.dumps(job.args) for job in jobs],
+        kwargs=[jsonargs.dumps(job.kwargs) for job in jobs],
+        run_afters=[job.task.run_after for job in jobs],
+        max_attempts=[job.max_attempts for job in jobs],
+        timeouts=[job.timeout_seconds for job in jobs],
+        backoffs=[job.backoff_seconds for job in jobs],
+        unique_keys=[job.unique_key for job in jobs],
+    )
+
+
+def _claimed(rows: list[Row]) -> list[ClaimedJob]:
+    return [ClaimedJob.from_row(row) for row in rows]
+
+
+def claim_by_ids(
+    ids: Sequence[UUID], *, worker_id: str, lease_seconds: float
+) -> Statement[list[ClaimedJob]]:
+    return _statement(
+        "claim_by_ids", _claimed, ids=list(ids), worker_id=worker_id, lease_seconds=lease_seconds
+    )
+
+
+def claim_batch(
+    queues: Sequence[str] | None, limit: int, *, worker_id: str, lease_seconds: float
+) -> Statement[list[ClaimedJob]]:
+    return _statement(
+        "claim_batch",
+        _claimed,
+        queues=None if queues is None else list(queues),
+        limit=limit,
+        worker_id=worker_id,
+        lease_seconds=lease_seconds,
+    )
+
+
+def _heartbeat_reply(rows: list[Row]) -> HeartbeatReply:
+    return HeartbeatReply(
+        held=frozenset(row["id"] for row in rows),
+        cancel_requested=frozenset(row["id"] for row in rows if row["cancel_requested"]),
+    )
+
+
+def heartbeat(leases: Iterable[Lease], *, lease_seconds: float) -> Statement[HeartbeatReply]:
+    leases = list(leases)
+    return _statement(
+        "heartbeat",
+        _heartbeat_reply,
+        ids=[lease.job_id for lease in leases],
+        versions=[lease.lease_version for lease in leases],
+        lease_seconds=lease_seconds,
+    )
+
+
+def complete(lease: Lease, result: Any) -> Statement[bool]:
+    """Fenced success; ``result`` must be JSON (``jsonargs.dumps`` raises TypeError otherwise)."""
+    return _statement(
+        "complete",
+        _applied,
+        id=lease.job_id,
+        lease_version=lease.lease_version,
+        result=jsonargs.dumps(result),
+    )
+
+
+def _applied_ids(rows: list[Row]) -> set[UUID]:
+    return {row["id"] for row in rows}
+
+
+def complete_many(outcomes: Sequence[tuple[Lease, str]]) -> Statement[set[UUID]]:
+    """Fenced success of many jobs at once; results already JSON-encoded. Returns applied ids."""
+    return _statement(
+        "complete_many",
+        _applied_ids,
+        ids=[lease.job_id for lease, _ in outcomes],
+        versions=[lease.lease_version for lease, _ in outcomes],
+        results=[result_json for _, result_json in outcomes],
+    )
+
+
+def _fail_outcome(rows: list[Row]) -> FailOutcome | None:
+    return FailOutcome(rows[0]["status"], rows[0]["run_after"]) if rows else None
+
+
+def fail(
+    lease: Lease,
+    *,
+    exception_class_path: str,
+    message: str,
+    traceback: str,
+    retryable: bool,
+    backoff_cap_seconds: float,
+) -> Statement[FailOutcome | None]:
+    """Fenced failure of one attempt; None when the lease was lost."""
+    error = {
+        "exception_class_path": exception_class_path,
+        "message": message,
+        "traceback": traceback,
+    }
+    return _statement(
+        "fail",
+        _fail_outcome,
+        id=lease.job_id,
+        lease_version=lease.lease_version,
+        error=jsonargs.dumps(error),
+        retryable=retryable,
+        backoff_cap_seconds=backoff_cap_seconds,
+    )
+
+
+def release(lease: Lease) -> Statement[bool]:
+    return _statement("release", _applied, id=lease.job_id, lease_version=lease.lease_version)
+
+
+def finish_cancelled(lease: Lease) -> Statement[bool]:
+    return _statement(
+        "finish_cancelled", _applied, id=lease.job_id, lease_version=lease.lease_version
+    )
+
+
+def progress(lease: Lease, current: float, total: float | None, message: str) -> Statement[bool]:
+    return _statement(
+        "progress",
+        _applied,
+        id=lease.job_id,
+        lease_version=lease.lease_version,
+        current=current,
+        total=total,
+        message=message,
+    )
+
+
+def checkpoint(lease: Lease, data: Any) -> Statement[bool]:
+    return _statement(
+        "checkpoint",
+        _applied,
+        id=lease.job_id,
+        lease_version=lease.lease_version,
+        checkpoint=jsonargs.dumps(data),
+    )
+
+
+def lock_lease(lease: Lease) -> Statement[bool]:
+    return _statement("lock_lease", _applied, id=lease.job_id, lease_version=lease.lease_version)
+
+
+def _new_statuses(rows: list[Row]) -> dict[UUID, str]:
+    return {row["id"]: row["status"] for row in rows}
+
+
+def cancel(ids: Sequence[UUID]) -> Statement[dict[UUID, str]]:
+    """Returns the status each changed job is now in (``cancelled``, or ``running`` = requested)."""
+    return _statement("cancel", _new_statuses, ids=list(ids))
+
+
+def _swept(rows: list[Row]) -> list[SweptJob]:
+    return [SweptJob(**row) for row in rows]
+
+
+def recover_expired(*, limit: int, backoff_cap_seconds: float) -> Statement[list[SweptJob]]:
+    return _statement(
+        "recover_expired", _swept, limit=limit, backoff_cap_seconds=backoff_cap_seconds
+    )
+
+
+def stale_due_jobs(*, older_than_seconds: float, limit: int) -> Statement[list[Row]]:
+    return _statement("stale_due_jobs", _rows, older_than_seconds=older_than_seconds, limit=limit)
+
+
+def execute[T](statement: Statement[T], using: str = "default") -> T:
+    """Run on Django's connection ``using``: inside the caller's transaction if one is open."""
+    with connections[using].cursor() as cursor:
+        cursor.execute(statement.query.sql, statement.params)
+        rows = cursor.fetchall() if cursor.description else []
+        return statement.read(_as_dicts(cursor.description, rows))
+
+
+async def aexecute[T](
+    statement: Statement[T], conn: psycopg.AsyncConnection, *, prepare: bool | None = None
+) -> T:
+    """Run on a worker's psycopg connection (see ``connection.connect_async``)."""
+    async with conn.cursor() as cursor:
+        await cursor.execute(statement.query.sql, statement.params, prepare=prepare)
+        rows = await cursor.fetchall() if cursor.description else []
+        return statement.read(_as_dicts(cursor.description, rows))
+
+
+def _as_dicts(description: Any, rows: list[tuple]) -> list[Row]:
+    if not description:
+        return []
+    names = [column.name for column in description]
+    return [dict(zip(names, row, strict=True)) for row in rows]

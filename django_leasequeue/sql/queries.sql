@@ -1,0 +1,195 @@
+-- Every raw SQL statement of the lease protocol. Each one starts with a "-- name: <name>" line and
+-- a one-line "-- <description>"; django_leasequeue.sql loads them into QUERIES by name.
+-- Parameters use psycopg's %(name)s style, so the same text runs on Django's cursor and on the
+-- worker's psycopg AsyncConnection. Every worker write is fenced by (id, lease_version,
+-- status = 'running'): zero rows back means the lease was lost and nothing was written.
+
+-- name: enqueue
+-- Insert jobs from column arrays in one statement; a unique key an unfinished job holds is skipped.
+INSERT INTO leasequeue_job (id, task_path, queue_name, priority, backend, args, kwargs, run_after,
+                            max_attempts, timeout_seconds, backoff_seconds, unique_key)
+SELECT id, task_path, queue_name, priority, backend, args, kwargs, coalesce(run_after, now()),
+       max_attempts, timeout_seconds, backoff_seconds, unique_key
+FROM unnest(%(ids)s::uuid[], %(task_paths)s::text[], %(queue_names)s::text[],
+            %(priorities)s::smallint[], %(backends)s::text[], %(args)s::jsonb[],
+            %(kwargs)s::jsonb[], %(run_afters)s::timestamptz[], %(max_attempts)s::integer[],
+            %(timeouts)s::float8[], %(backoffs)s::float8[], %(unique_keys)s::text[])
+     AS new(id, task_path, queue_name, priority, backend, args, kwargs, run_after, max_attempts,
+            timeout_seconds, backoff_seconds, unique_key)
+ON CONFLICT (unique_key) WHERE status IN ('queued', 'retrying', 'running') AND unique_key IS NOT NULL
+DO NOTHING
+RETURNING id, enqueued_at, run_after;
+
+-- name: claim_by_ids
+-- Signal path: compare-and-swap claim of the signalled jobs that are still claimable and due.
+UPDATE leasequeue_job
+SET status = 'running',
+    worker_id = %(worker_id)s,
+    worker_ids = worker_ids || to_jsonb(%(worker_id)s::text),
+    lease_version = lease_version + 1,
+    attempt = attempt + 1,
+    started_at = coalesce(started_at, now()),
+    last_attempted_at = now(),
+    heartbeat_at = now(),
+    lease_expires_at = now() + make_interval(secs => %(lease_seconds)s)
+WHERE id = ANY(%(ids)s::uuid[])
+  AND status IN ('queued', 'retrying')
+  AND run_after <= now()
+RETURNING id, task_path, queue_name, priority, backend, args, kwargs, attempt, max_attempts,
+          lease_version, timeout_seconds, backoff_seconds, checkpoint, enqueued_at, started_at,
+          last_attempted_at, worker_ids, errors;
+
+-- name: claim_batch
+-- Poll path: claim up to %(limit)s due jobs of the given queues (NULL = all) in priority order.
+WITH picked AS (
+    SELECT id FROM leasequeue_job
+    WHERE status IN ('queued', 'retrying')
+      AND (%(queues)s::text[] IS NULL OR queue_name = ANY(%(queues)s::text[]))
+      AND run_after <= now()
+    ORDER BY priority DESC, run_after, id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE leasequeue_job AS job
+SET status = 'running',
+    worker_id = %(worker_id)s,
+    worker_ids = job.worker_ids || to_jsonb(%(worker_id)s::text),
+    lease_version = job.lease_version + 1,
+    attempt = job.attempt + 1,
+    started_at = coalesce(job.started_at, now()),
+    last_attempted_at = now(),
+    heartbeat_at = now(),
+    lease_expires_at = now() + make_interval(secs => %(lease_seconds)s)
+FROM picked
+WHERE job.id = picked.id
+RETURNING job.id, job.task_path, job.queue_name, job.priority, job.backend, job.args, job.kwargs,
+          job.attempt, job.max_attempts, job.lease_version, job.timeout_seconds,
+          job.backoff_seconds, job.checkpoint, job.enqueued_at, job.started_at,
+          job.last_attempted_at, job.worker_ids, job.errors;
+
+-- name: heartbeat
+-- Renew every lease a worker holds in one statement; returns those still held and their cancel flag.
+UPDATE leasequeue_job AS job
+SET heartbeat_at = now(),
+    lease_expires_at = now() + make_interval(secs => %(lease_seconds)s)
+FROM unnest(%(ids)s::uuid[], %(versions)s::integer[]) AS held(id, lease_version)
+WHERE job.id = held.id
+  AND job.lease_version = held.lease_version
+  AND job.status = 'running'
+RETURNING job.id, job.cancel_requested;
+
+-- name: complete
+-- Fenced: the lease holder records success and the JSON result.
+UPDATE leasequeue_job
+SET status = 'succeeded', result = %(result)s::jsonb, finished_at = now(), lease_expires_at = NULL
+WHERE id = %(id)s AND lease_version = %(lease_version)s AND status = 'running'
+RETURNING id;
+
+-- name: complete_many
+-- Fenced batch of complete: one statement for many finished jobs; returns those applied.
+UPDATE leasequeue_job AS job
+SET status = 'succeeded', result = done.result, finished_at = now(), lease_expires_at = NULL
+FROM unnest(%(ids)s::uuid[], %(versions)s::integer[], %(results)s::jsonb[])
+     AS done(id, lease_version, result)
+WHERE job.id = done.id AND job.lease_version = done.lease_version AND job.status = 'running'
+RETURNING job.id;
+
+-- name: fail
+-- Fenced: record the attempt's error; retry after exponential backoff with jitter, else dead-letter.
+UPDATE leasequeue_job
+SET status = CASE WHEN %(retryable)s AND attempt < max_attempts AND NOT cancel_requested
+                  THEN 'retrying' ELSE 'failed' END,
+    run_after = CASE WHEN %(retryable)s AND attempt < max_attempts AND NOT cancel_requested
+                     THEN now() + make_interval(secs => least(%(backoff_cap_seconds)s::float8,
+                              backoff_seconds * power(2, attempt - 1)) * (0.5 + random() / 2))
+                     ELSE run_after END,
+    finished_at = CASE WHEN %(retryable)s AND attempt < max_attempts AND NOT cancel_requested
+                       THEN NULL ELSE now() END,
+    errors = errors || jsonb_build_array(%(error)s::jsonb || jsonb_build_object(
+        'attempt', attempt, 'worker_id', worker_id, 'at', now())),
+    lease_expires_at = NULL
+WHERE id = %(id)s AND lease_version = %(lease_version)s AND status = 'running'
+RETURNING id, status, run_after;
+
+-- name: release
+-- Fenced: give a job back untouched (graceful shutdown); the attempt is not counted.
+UPDATE leasequeue_job
+SET status = 'retrying', run_after = now(), attempt = attempt - 1, lease_expires_at = NULL
+WHERE id = %(id)s AND lease_version = %(lease_version)s AND status = 'running'
+RETURNING id, queue_name;
+
+-- name: finish_cancelled
+-- Fenced: the lease holder stopped a job whose cancellation was requested.
+UPDATE leasequeue_job
+SET status = 'cancelled', finished_at = now(), lease_expires_at = NULL
+WHERE id = %(id)s AND lease_version = %(lease_version)s AND status = 'running'
+RETURNING id;
+
+-- name: progress
+-- Fenced: store the latest progress report of a running job.
+UPDATE leasequeue_job
+SET progress = jsonb_build_object('current', %(current)s::float8, 'total', %(total)s::float8,
+                                  'message', %(message)s::text, 'at', now())
+WHERE id = %(id)s AND lease_version = %(lease_version)s AND status = 'running'
+RETURNING id;
+
+-- name: checkpoint
+-- Fenced: store the JSON state a later attempt resumes from.
+UPDATE leasequeue_job
+SET checkpoint = %(checkpoint)s::jsonb
+WHERE id = %(id)s AND lease_version = %(lease_version)s AND status = 'running'
+RETURNING id;
+
+-- name: lock_lease
+-- Fenced business writes: lock the job row inside the caller's transaction if the lease is held.
+SELECT id FROM leasequeue_job
+WHERE id = %(id)s AND lease_version = %(lease_version)s AND status = 'running'
+FOR UPDATE;
+
+-- name: cancel
+-- Cancel jobs: queued/retrying end cancelled at once, running ones get cancel_requested.
+UPDATE leasequeue_job
+SET status = CASE WHEN status = 'running' THEN status ELSE 'cancelled' END,
+    cancel_requested = cancel_requested OR status = 'running',
+    finished_at = CASE WHEN status = 'running' THEN finished_at ELSE now() END
+WHERE id = ANY(%(ids)s::uuid[]) AND status IN ('queued', 'retrying', 'running')
+RETURNING id, status;
+
+-- name: recover_expired
+-- Sweep: expired leases become retrying (or failed when attempts are used up, cancelled if asked).
+WITH expired AS (
+    SELECT id FROM leasequeue_job
+    WHERE status = 'running' AND lease_expires_at < now()
+    ORDER BY lease_expires_at
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE leasequeue_job AS job
+SET status = CASE WHEN job.cancel_requested THEN 'cancelled'
+                  WHEN job.attempt >= job.max_attempts THEN 'failed'
+                  ELSE 'retrying' END,
+    run_after = CASE WHEN job.cancel_requested OR job.attempt >= job.max_attempts
+                     THEN job.run_after
+                     ELSE now() + make_interval(secs => least(%(backoff_cap_seconds)s::float8,
+                              job.backoff_seconds * power(2, job.attempt - 1))
+                              * (0.5 + random() / 2)) END,
+    finished_at = CASE WHEN job.cancel_requested OR job.attempt >= job.max_attempts
+                       THEN now() ELSE NULL END,
+    errors = job.errors || jsonb_build_array(jsonb_build_object(
+        'attempt', job.attempt, 'worker_id', job.worker_id, 'at', now(),
+        'exception_class_path', 'django_leasequeue.exceptions.LeaseExpired',
+        'message', format('Lease expired: worker %%s stopped renewing it (last heartbeat %%s).',
+                          job.worker_id, job.heartbeat_at),
+        'traceback', '')),
+    lease_expires_at = NULL
+FROM expired
+WHERE job.id = expired.id
+RETURNING job.id, job.status, job.queue_name;
+
+-- name: stale_due_jobs
+-- Sweep: due claimable jobs nobody claimed for a while, to be signalled again.
+SELECT id, queue_name FROM leasequeue_job
+WHERE status IN ('queued', 'retrying')
+  AND run_after <= now() - make_interval(secs => %(older_than_seconds)s)
+ORDER BY priority DESC, run_after, id
+LIMIT %(limit)s;

@@ -1,0 +1,82 @@
+"""``LeaseTask``: Django's ``Task`` plus the options Django's ``@task`` lacks."""
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from django.tasks import DEFAULT_TASK_BACKEND_ALIAS, DEFAULT_TASK_QUEUE_NAME
+from django.tasks import task as django_task
+from django.tasks.base import DEFAULT_TASK_PRIORITY, Task
+
+UniqueKey = str | Callable[..., str] | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeaseTask(Task):
+    """A Django Task with retry policy, timeout and unique key.
+
+    ``None`` means "the backend's default" (``OPTIONS``) for max_attempts and backoff_seconds,
+    and "no limit" / "no key" for timeout and unique_key. ``unique_key`` is a string, or a
+    callable given the call's ``*args, **kwargs`` that returns one.
+    """
+
+    max_attempts: int | None = None
+    timeout: float | None = None
+    backoff_seconds: float | None = None
+    unique_key: UniqueKey = None
+
+    def using(
+        self,
+        *,
+        priority: int | None = None,
+        queue_name: str | None = None,
+        run_after: Any = None,
+        backend: str | None = None,
+        max_attempts: int | None = None,
+        timeout: float | None = None,
+        backoff_seconds: float | None = None,
+        unique_key: UniqueKey = None,
+    ) -> "LeaseTask":
+        """Create a new task with modified defaults (Django's options plus ours)."""
+        task = Task.using(
+            self, priority=priority, queue_name=queue_name, run_after=run_after, backend=backend
+        )
+        extra = {
+            "max_attempts": max_attempts,
+            "timeout": timeout,
+            "backoff_seconds": backoff_seconds,
+            "unique_key": unique_key,
+        }
+        changes = {name: value for name, value in extra.items() if value is not None}
+        return replace(task, **changes) if changes else task
+
+    def unique_key_for(self, args: tuple | list, kwargs: dict[str, Any]) -> str | None:
+        if callable(self.unique_key):
+            return str(self.unique_key(*args, **kwargs))
+        return self.unique_key
+
+
+def task(
+    function: Callable[..., Any] | None = None,
+    *,
+    priority: int = DEFAULT_TASK_PRIORITY,
+    queue_name: str = DEFAULT_TASK_QUEUE_NAME,
+    backend: str = DEFAULT_TASK_BACKEND_ALIAS,
+    takes_context: bool = False,
+    max_attempts: int | None = None,
+    timeout: float | None = None,
+    backoff_seconds: float | None = None,
+    unique_key: UniqueKey = None,
+) -> Any:
+    """Django's ``@task`` with our options; needs a LeaseQueueBackend as ``backend``."""
+    return django_task(
+        function,
+        priority=priority,
+        queue_name=queue_name,
+        backend=backend,
+        takes_context=takes_context,
+        max_attempts=max_attempts,
+        timeout=timeout,
+        backoff_seconds=backoff_seconds,
+        unique_key=unique_key,
+    )

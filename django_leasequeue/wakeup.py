@@ -1,0 +1,74 @@
+"""Wake-up signals in Redis: lists of job ids per queue. They carry no payload and are optional.
+
+Losing a signal costs latency only: workers also poll PostgreSQL, and the recover sweep signals
+due jobs nobody claimed. So every Redis failure here is logged and swallowed.
+"""
+
+import logging
+import time
+from collections.abc import Iterable, Sequence
+
+from django_redis import get_redis_connection
+from redis.exceptions import RedisError
+
+logger = logging.getLogger(__name__)
+
+# After a failed push, enqueue skips Redis this long instead of paying a timeout per job.
+_PAUSE_AFTER_FAILURE_SECONDS = 5.0
+
+
+class WakeupSignals:
+    def __init__(self, redis_alias: str | None, key_prefix: str) -> None:
+        self.redis_alias = redis_alias
+        self.key_prefix = key_prefix
+        self._paused_until = 0.0
+
+    @property
+    def enabled(self) -> bool:
+        return self.redis_alias is not None
+
+    def key(self, queue_name: str) -> str:
+        return f"{self.key_prefix}:signals:{queue_name}"
+
+    def client(self):
+        return get_redis_connection(self.redis_alias)
+
+    def push(self, jobs: Iterable[tuple[str, str]]) -> bool:
+        """RPUSH ``(queue_name, job_id)`` pairs in one round trip; False if Redis is unavailable."""
+        by_queue: dict[str, list[str]] = {}
+        for queue_name, job_id in jobs:
+            by_queue.setdefault(queue_name, []).append(job_id)
+        if not by_queue or not self.enabled or time.monotonic() < self._paused_until:
+            return False
+        try:
+            pipe = self.client().pipeline(transaction=False)
+            for queue_name, ids in by_queue.items():
+                pipe.rpush(self.key(queue_name), *ids)
+            pipe.execute()
+        except RedisError as exc:
+            self._paused_until = time.monotonic() + _PAUSE_AFTER_FAILURE_SECONDS
+            logger.warning(
+                "Redis unreachable (%s): %d job(s) were enqueued in PostgreSQL but not signalled; "
+                "workers will find them by polling.",
+                exc,
+                sum(map(len, by_queue.values())),
+            )
+            return False
+        return True
+
+    def pop(self, queue_names: Sequence[str], max_count: int, timeout: float) -> list[bytes]:
+        """Block up to ``timeout`` for a signal, then take up to ``max_count`` ids at once.
+
+        Raises RedisError when Redis is unreachable; the worker then polls PostgreSQL.
+        """
+        client = self.client()
+        keys = [self.key(name) for name in queue_names]
+        popped = client.blpop(keys, timeout=timeout)
+        if popped is None:
+            return []
+        key, first = popped
+        more = client.lpop(key, max_count - 1) if max_count > 1 else None
+        return [first, *(more or [])]
+
+    def pending(self, queue_name: str) -> int:
+        return self.client().llen(self.key(queue_name))

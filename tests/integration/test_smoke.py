@@ -1,0 +1,18 @@
+import pytest
+
+from django_leasequeue import protocol
+from django_leasequeue.models import Job
+from tests.tasks import add
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_enqueue_claim_complete(backend, redis_client):
+    result = add.enqueue(1, 2)
+    assert Job.objects.get(pk=result.id).status == "queued"
+    assert redis_client.lrange("lqtest:signals:default", 0, -1) == [result.id.encode()]
+    [claimed] = protocol.execute(protocol.claim_by_ids([result.id], worker_id="w1", lease_seconds=30))
+    assert claimed.args == [1, 2]
+    assert protocol.execute(protocol.complete(claimed.lease, 3))
+    result.refresh()
+    assert result.return_value == 3
