@@ -13,6 +13,7 @@ def connection_params(using: str) -> dict[str, Any]:
     # Django's own cursor class and adapters are for its sync ORM, not for the worker.
     params.pop("cursor_factory", None)
     params.pop("context", None)
+    params.pop("prepare_threshold", None)
     params.setdefault("application_name", "django-leasequeue")
     return params
 

@@ -26,3 +26,13 @@ async def async_echo(value):
 
 
 not_a_task = 42
+
+
+@task(max_attempts=5, backoff_seconds=0.001)
+def quick_retry(x):
+    return x
+
+
+@task(max_attempts=2, backoff_seconds=0.001)
+def poison(x):
+    return x

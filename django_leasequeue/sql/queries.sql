@@ -24,14 +24,14 @@ RETURNING id, enqueued_at, run_after;
 -- Signal path: compare-and-swap claim of the signalled jobs that are still claimable and due.
 UPDATE leasequeue_job
 SET status = 'running',
-    worker_id = %(worker_id)s,
+    worker_id = %(worker_id)s::text,
     worker_ids = worker_ids || to_jsonb(%(worker_id)s::text),
     lease_version = lease_version + 1,
     attempt = attempt + 1,
     started_at = coalesce(started_at, now()),
     last_attempted_at = now(),
     heartbeat_at = now(),
-    lease_expires_at = now() + make_interval(secs => %(lease_seconds)s)
+    lease_expires_at = now() + make_interval(secs => %(lease_seconds)s::float8)
 WHERE id = ANY(%(ids)s::uuid[])
   AND status IN ('queued', 'retrying')
   AND run_after <= now()
@@ -40,26 +40,26 @@ RETURNING id, task_path, queue_name, priority, backend, args, kwargs, attempt, m
           last_attempted_at, worker_ids, errors;
 
 -- name: claim_batch
--- Poll path: claim up to %(limit)s due jobs of the given queues (NULL = all) in priority order.
+-- Poll path: claim up to %(limit)s::integer due jobs of the given queues (NULL = all) in priority order.
 WITH picked AS (
     SELECT id FROM leasequeue_job
     WHERE status IN ('queued', 'retrying')
       AND (%(queues)s::text[] IS NULL OR queue_name = ANY(%(queues)s::text[]))
       AND run_after <= now()
     ORDER BY priority DESC, run_after, id
-    LIMIT %(limit)s
+    LIMIT %(limit)s::integer
     FOR UPDATE SKIP LOCKED
 )
 UPDATE leasequeue_job AS job
 SET status = 'running',
-    worker_id = %(worker_id)s,
+    worker_id = %(worker_id)s::text,
     worker_ids = job.worker_ids || to_jsonb(%(worker_id)s::text),
     lease_version = job.lease_version + 1,
     attempt = job.attempt + 1,
     started_at = coalesce(job.started_at, now()),
     last_attempted_at = now(),
     heartbeat_at = now(),
-    lease_expires_at = now() + make_interval(secs => %(lease_seconds)s)
+    lease_expires_at = now() + make_interval(secs => %(lease_seconds)s::float8)
 FROM picked
 WHERE job.id = picked.id
 RETURNING job.id, job.task_path, job.queue_name, job.priority, job.backend, job.args, job.kwargs,
@@ -71,7 +71,7 @@ RETURNING job.id, job.task_path, job.queue_name, job.priority, job.backend, job.
 -- Renew every lease a worker holds in one statement; returns those still held and their cancel flag.
 UPDATE leasequeue_job AS job
 SET heartbeat_at = now(),
-    lease_expires_at = now() + make_interval(secs => %(lease_seconds)s)
+    lease_expires_at = now() + make_interval(secs => %(lease_seconds)s::float8)
 FROM unnest(%(ids)s::uuid[], %(versions)s::integer[]) AS held(id, lease_version)
 WHERE job.id = held.id
   AND job.lease_version = held.lease_version
@@ -82,7 +82,7 @@ RETURNING job.id, job.cancel_requested;
 -- Fenced: the lease holder records success and the JSON result.
 UPDATE leasequeue_job
 SET status = 'succeeded', result = %(result)s::jsonb, finished_at = now(), lease_expires_at = NULL
-WHERE id = %(id)s AND lease_version = %(lease_version)s AND status = 'running'
+WHERE id = %(id)s::uuid AND lease_version = %(lease_version)s::integer AND status = 'running'
 RETURNING id;
 
 -- name: complete_many
@@ -97,32 +97,32 @@ RETURNING job.id;
 -- name: fail
 -- Fenced: record the attempt's error; retry after exponential backoff with jitter, else dead-letter.
 UPDATE leasequeue_job
-SET status = CASE WHEN %(retryable)s AND attempt < max_attempts AND NOT cancel_requested
+SET status = CASE WHEN %(retryable)s::boolean AND attempt < max_attempts AND NOT cancel_requested
                   THEN 'retrying' ELSE 'failed' END,
-    run_after = CASE WHEN %(retryable)s AND attempt < max_attempts AND NOT cancel_requested
+    run_after = CASE WHEN %(retryable)s::boolean AND attempt < max_attempts AND NOT cancel_requested
                      THEN now() + make_interval(secs => least(%(backoff_cap_seconds)s::float8,
                               backoff_seconds * power(2, attempt - 1)) * (0.5 + random() / 2))
                      ELSE run_after END,
-    finished_at = CASE WHEN %(retryable)s AND attempt < max_attempts AND NOT cancel_requested
+    finished_at = CASE WHEN %(retryable)s::boolean AND attempt < max_attempts AND NOT cancel_requested
                        THEN NULL ELSE now() END,
     errors = errors || jsonb_build_array(%(error)s::jsonb || jsonb_build_object(
         'attempt', attempt, 'worker_id', worker_id, 'at', now())),
     lease_expires_at = NULL
-WHERE id = %(id)s AND lease_version = %(lease_version)s AND status = 'running'
+WHERE id = %(id)s::uuid AND lease_version = %(lease_version)s::integer AND status = 'running'
 RETURNING id, status, run_after;
 
 -- name: release
 -- Fenced: give a job back untouched (graceful shutdown); the attempt is not counted.
 UPDATE leasequeue_job
 SET status = 'retrying', run_after = now(), attempt = attempt - 1, lease_expires_at = NULL
-WHERE id = %(id)s AND lease_version = %(lease_version)s AND status = 'running'
+WHERE id = %(id)s::uuid AND lease_version = %(lease_version)s::integer AND status = 'running'
 RETURNING id, queue_name;
 
 -- name: finish_cancelled
 -- Fenced: the lease holder stopped a job whose cancellation was requested.
 UPDATE leasequeue_job
 SET status = 'cancelled', finished_at = now(), lease_expires_at = NULL
-WHERE id = %(id)s AND lease_version = %(lease_version)s AND status = 'running'
+WHERE id = %(id)s::uuid AND lease_version = %(lease_version)s::integer AND status = 'running'
 RETURNING id;
 
 -- name: progress
@@ -130,20 +130,20 @@ RETURNING id;
 UPDATE leasequeue_job
 SET progress = jsonb_build_object('current', %(current)s::float8, 'total', %(total)s::float8,
                                   'message', %(message)s::text, 'at', now())
-WHERE id = %(id)s AND lease_version = %(lease_version)s AND status = 'running'
+WHERE id = %(id)s::uuid AND lease_version = %(lease_version)s::integer AND status = 'running'
 RETURNING id;
 
 -- name: checkpoint
 -- Fenced: store the JSON state a later attempt resumes from.
 UPDATE leasequeue_job
 SET checkpoint = %(checkpoint)s::jsonb
-WHERE id = %(id)s AND lease_version = %(lease_version)s AND status = 'running'
+WHERE id = %(id)s::uuid AND lease_version = %(lease_version)s::integer AND status = 'running'
 RETURNING id;
 
 -- name: lock_lease
 -- Fenced business writes: lock the job row inside the caller's transaction if the lease is held.
 SELECT id FROM leasequeue_job
-WHERE id = %(id)s AND lease_version = %(lease_version)s AND status = 'running'
+WHERE id = %(id)s::uuid AND lease_version = %(lease_version)s::integer AND status = 'running'
 FOR UPDATE;
 
 -- name: cancel
@@ -161,7 +161,7 @@ WITH expired AS (
     SELECT id FROM leasequeue_job
     WHERE status = 'running' AND lease_expires_at < now()
     ORDER BY lease_expires_at
-    LIMIT %(limit)s
+    LIMIT %(limit)s::integer
     FOR UPDATE SKIP LOCKED
 )
 UPDATE leasequeue_job AS job
@@ -190,6 +190,6 @@ RETURNING job.id, job.status, job.queue_name;
 -- Sweep: due claimable jobs nobody claimed for a while, to be signalled again.
 SELECT id, queue_name FROM leasequeue_job
 WHERE status IN ('queued', 'retrying')
-  AND run_after <= now() - make_interval(secs => %(older_than_seconds)s)
+  AND run_after <= now() - make_interval(secs => %(older_than_seconds)s::float8)
 ORDER BY priority DESC, run_after, id
-LIMIT %(limit)s;
+LIMIT %(limit)s::integer;

@@ -11,7 +11,9 @@ def test_enqueue_claim_complete(backend, redis_client):
     result = add.enqueue(1, 2)
     assert Job.objects.get(pk=result.id).status == "queued"
     assert redis_client.lrange("lqtest:signals:default", 0, -1) == [result.id.encode()]
-    [claimed] = protocol.execute(protocol.claim_by_ids([result.id], worker_id="w1", lease_seconds=30))
+    [claimed] = protocol.execute(
+        protocol.claim_by_ids([result.id], worker_id="w1", lease_seconds=30)
+    )
     assert claimed.args == [1, 2]
     assert protocol.execute(protocol.complete(claimed.lease, 3))
     result.refresh()

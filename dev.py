@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""Developer entry point: ``python3 dev.py test`` runs every check; ``python3 dev.py demo``.
+
+Both create ``.venv`` when needed, and use the PostgreSQL/Redis at DATABASE_URL/REDIS_URL, or
+start throwaway local ones when those are not reachable.
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+
+from devtools import services, venv
+
+
+def run_tests(pytest_args: list[str]) -> int:
+    python = venv.ensure("test")
+    steps = [
+        [python, "-m", "ruff", "check", "."],
+        [python, "-m", "ruff", "format", "--check", "."],
+    ]
+    for step in steps:
+        if subprocess.run(step, cwd=venv.ROOT).returncode:
+            return 1
+    with services.services() as env:
+        env = {**os.environ, **env}
+        migrations = [
+            python,
+            "-m",
+            "django",
+            "makemigrations",
+            "--check",
+            "--dry-run",
+            "--settings",
+            "tests.settings",
+            "--pythonpath",
+            ".",
+        ]
+        if subprocess.run(migrations, cwd=venv.ROOT, env=env).returncode:
+            print("Models and migrations disagree: run makemigrations.", file=sys.stderr)
+            return 1
+        return subprocess.run(
+            [python, "-m", "pytest", *pytest_args], cwd=venv.ROOT, env=env
+        ).returncode
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    test = commands.add_parser("test", help="lint, migration check and the whole test suite")
+    test.add_argument("pytest_args", nargs=argparse.REMAINDER)
+    args = parser.parse_args()
+    if args.command == "test":
+        return run_tests(args.pytest_args)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Developer tooling behind ``dev.py``: standard library only, so it runs before any install."""

@@ -1,0 +1,83 @@
+"""Small helpers shared by the integration tests."""
+
+import threading
+import time
+from collections.abc import Callable
+
+from django.db import connections
+
+from django_leasequeue import protocol
+from django_leasequeue.models import Job
+
+SHORT_LEASE = 0.2
+
+
+def claim_one(job_id, worker_id: str, lease_seconds: float = 30.0) -> protocol.ClaimedJob:
+    claimed = protocol.execute(
+        protocol.claim_by_ids([job_id], worker_id=worker_id, lease_seconds=lease_seconds)
+    )
+    assert len(claimed) == 1, f"{worker_id} could not claim {job_id}"
+    return claimed[0]
+
+
+def try_claim(ids, worker_id: str = "w") -> list[protocol.ClaimedJob]:
+    """The signal-path claim; empty when the jobs are not claimable."""
+    return protocol.execute(protocol.claim_by_ids(ids, worker_id=worker_id, lease_seconds=30))
+
+
+def try_claim_batch(queues=None, limit: int = 10, worker_id: str = "w") -> list:
+    """The poll-path claim over ``queues`` (None = all)."""
+    return protocol.execute(
+        protocol.claim_batch(queues, limit, worker_id=worker_id, lease_seconds=30)
+    )
+
+
+def claim_and_let_expire(job_id, worker_id: str) -> protocol.ClaimedJob:
+    claimed = claim_one(job_id, worker_id, lease_seconds=SHORT_LEASE)
+    time.sleep(SHORT_LEASE + 0.05)
+    return claimed
+
+
+def recover() -> list[protocol.SweptJob]:
+    return protocol.execute(protocol.recover_expired(limit=1000, backoff_cap_seconds=600))
+
+
+def wait_until_due(job_id, timeout: float = 5.0) -> None:
+    """Wait until a retrying job's backoff has passed (by the database's clock)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with connections["default"].cursor() as cursor:
+            cursor.execute("SELECT run_after <= now() FROM leasequeue_job WHERE id = %s", [job_id])
+            if cursor.fetchone()[0]:
+                return
+        time.sleep(0.01)
+    raise AssertionError(f"job {job_id} never became due")
+
+
+def snapshot(job_id) -> dict:
+    return Job.objects.filter(pk=job_id).values().get()
+
+
+def run_in_threads(count: int, target: Callable[[int], object]) -> list[object]:
+    """Run ``target(i)`` in ``count`` threads started together; each closes its DB connection."""
+    barrier = threading.Barrier(count)
+    results: list[object] = [None] * count
+    errors: list[BaseException] = []
+
+    def runner(i: int) -> None:
+        try:
+            barrier.wait()
+            results[i] = target(i)
+        except BaseException as exc:  # re-raised in the test's thread below
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=runner, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+    return results

@@ -1,0 +1,100 @@
+"""Claims: the CAS claim has exactly one winner, batch claims never double-claim or skip."""
+
+import asyncio
+
+import pytest
+
+from django_leasequeue import protocol
+from django_leasequeue.connection import connect_async
+from tests.helpers import run_in_threads
+from tests.tasks import add
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_two_connections_racing_claim_by_ids_exactly_one_wins_every_time(backend):
+    rounds = 60
+    for _ in range(rounds):
+        job_id = add.enqueue(1, 1).id
+
+        def claim(i, job_id=job_id):
+            return protocol.execute(
+                protocol.claim_by_ids([job_id], worker_id=f"racer-{i}", lease_seconds=30)
+            )
+
+        winners = [claimed for claimed in run_in_threads(2, claim) if claimed]
+        assert len(winners) == 1
+        assert winners[0][0].lease.lease_version == 1
+
+
+def test_duplicate_ids_in_one_claim_are_claimed_once(backend):
+    job_id = add.enqueue(1, 1).id
+    claimed = protocol.execute(
+        protocol.claim_by_ids([job_id, job_id, job_id], worker_id="w", lease_seconds=30)
+    )
+    assert [str(job.id) for job in claimed] == [job_id]
+
+
+def test_threads_racing_claim_batch_claim_every_job_exactly_once(backend):
+    total = 600
+    backend.enqueue_many([(add, (i, i), {}) for i in range(total)])
+
+    def drain(i):
+        mine = []
+        while True:
+            batch = protocol.execute(
+                protocol.claim_batch(["default"], 7, worker_id=f"batcher-{i}", lease_seconds=30)
+            )
+            if not batch:
+                return mine
+            mine.extend(job.id for job in batch)
+
+    claimed = [job_id for ids in run_in_threads(4, drain) for job_id in ids]
+    assert len(claimed) == total
+    assert len(set(claimed)) == total
+    assert sum(1 for ids in run_in_threads(1, drain) for _ in ids) == 0
+
+
+def test_claim_batch_takes_higher_priority_first_then_oldest(backend):
+    low = add.using(priority=-5).enqueue(0, 0).id
+    first_default = add.enqueue(0, 1).id
+    second_default = add.enqueue(0, 2).id
+    high = add.using(priority=50).enqueue(0, 3).id
+    claimed = protocol.execute(
+        protocol.claim_batch(["default"], 10, worker_id="w", lease_seconds=30)
+    )
+    assert [str(job.id) for job in claimed] == [high, first_default, second_default, low]
+
+
+def test_claim_batch_only_takes_the_named_queues(backend):
+    other = add.using(queue_name="other").enqueue(1, 2).id
+    default = add.enqueue(1, 2).id
+    claimed = protocol.execute(
+        protocol.claim_batch(["default"], 10, worker_id="w", lease_seconds=30)
+    )
+    assert [str(job.id) for job in claimed] == [default]
+    claimed = protocol.execute(protocol.claim_batch(None, 10, worker_id="w", lease_seconds=30))
+    assert [str(job.id) for job in claimed] == [other]
+
+
+def test_async_connection_claims_and_heartbeats(backend):
+    ids = [r.id for r in backend.enqueue_many([(add, (1, 2), {})] * 3)]
+
+    async def claim_and_beat():
+        conn = await connect_async("default")
+        try:
+            claimed = await protocol.aexecute(
+                protocol.claim_batch(["default"], 10, worker_id="async", lease_seconds=30), conn
+            )
+            reply = await protocol.aexecute(
+                protocol.heartbeat([job.lease for job in claimed], lease_seconds=30), conn
+            )
+            return claimed, reply
+        finally:
+            await conn.close()
+
+    claimed, reply = asyncio.run(claim_and_beat())
+    assert sorted(str(job.id) for job in claimed) == sorted(ids)
+    assert claimed[0].args == [1, 2]
+    assert reply.held == {job.id for job in claimed}
+    assert reply.cancel_requested == frozenset()

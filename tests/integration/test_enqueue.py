@@ -1,0 +1,146 @@
+"""Enqueue: transactional, degraded-not-down without Redis, bulk, unique keys, bad input."""
+
+import logging
+from datetime import timedelta
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.db import connections, transaction
+from django.tasks.exceptions import InvalidTask
+from django.test import override_settings
+from django.utils import timezone
+
+from django_leasequeue import protocol
+from django_leasequeue.exceptions import InvalidTaskArguments
+from django_leasequeue.models import Job
+from tests.helpers import try_claim, try_claim_batch
+from tests.servers import RedisServer
+from tests.tasks import add, report
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SIGNALS = "lqtest:signals:default"
+
+
+def test_rollback_leaves_no_job_and_no_signal(backend, redis_client):
+    with pytest.raises(RuntimeError), transaction.atomic():
+        add.enqueue(1, 2)
+        assert redis_client.llen(SIGNALS) == 0  # not before commit
+        raise RuntimeError("the view failed")
+    assert Job.objects.count() == 0
+    assert redis_client.llen(SIGNALS) == 0
+
+
+def test_commit_writes_the_row_then_signals_its_id(backend, redis_client):
+    with transaction.atomic():
+        result = add.enqueue(1, 2)
+        assert redis_client.llen(SIGNALS) == 0
+    assert Job.objects.filter(pk=result.id, status="queued").exists()
+    assert redis_client.lrange(SIGNALS, 0, -1) == [result.id.encode()]
+
+
+def test_enqueue_succeeds_with_redis_down_and_logs_a_warning(caplog):
+    with RedisServer() as server:
+        caches = {
+            "default": {
+                "BACKEND": "django_redis.cache.RedisCache",
+                "LOCATION": server.url,
+                "OPTIONS": {"SOCKET_CONNECT_TIMEOUT": 1, "SOCKET_TIMEOUT": 1},
+            }
+        }
+        tasks = {
+            "default": {
+                "BACKEND": "django_leasequeue.backend.LeaseQueueBackend",
+                "OPTIONS": {"key_prefix": "lqdown"},
+            }
+        }
+        with override_settings(CACHES=caches, TASKS=tasks):
+            first = add.enqueue(1, 1)
+            assert server.process is not None
+            import redis
+
+            assert redis.Redis(port=server.port).llen("lqdown:signals:default") == 1
+            server.stop()
+            with caplog.at_level(logging.WARNING, logger="django_leasequeue"):
+                second = add.enqueue(2, 2)
+    assert Job.objects.filter(pk__in=[first.id, second.id]).count() == 2
+    assert "Redis unreachable" in caplog.text
+    assert "not signalled" in caplog.text
+
+
+def test_delayed_job_is_not_claimable_or_signalled_before_run_after(backend, redis_client):
+    later = add.using(run_after=timezone.now() + timedelta(hours=1)).enqueue(1, 2)
+    assert redis_client.llen(SIGNALS) == 0
+    assert try_claim_batch(worker_id="w") == []
+    assert try_claim([later.id], "w") == []
+    Job.objects.filter(pk=later.id).update(run_after=timezone.now() - timedelta(seconds=1))
+    assert len(try_claim([later.id], "w")) == 1
+
+
+def test_enqueue_many_inserts_every_job_in_order(backend, redis_client):
+    results = backend.enqueue_many([(add, (i, i), {}) for i in range(1000)])
+    assert [r.args for r in results] == [[i, i] for i in range(1000)]
+    assert Job.objects.count() == 1000
+    assert redis_client.llen(SIGNALS) == 1000
+    assert len({r.id for r in results}) == 1000
+
+
+def test_unique_key_returns_the_unfinished_job_instead_of_a_second(backend):
+    first = report.enqueue(7)
+    again = report.enqueue(7)
+    other = report.enqueue(8)
+    assert again.id == first.id
+    assert other.id != first.id
+    assert Job.objects.filter(unique_key="report:7").count() == 1
+    both = backend.enqueue_many([(report, (9,), {}), (report, (9,), {})])
+    assert both[0].id == both[1].id
+    protocol.execute(protocol.cancel([first.id]))
+    assert report.enqueue(7).id != first.id  # a finished job no longer holds its key
+
+
+def test_static_unique_key_through_using(backend):
+    first = add.using(priority=1).enqueue(1, 1)
+    from django_leasequeue.task import LeaseTask
+
+    assert isinstance(add, LeaseTask)
+    keyed = add.using(unique_key="nightly")
+    assert keyed.enqueue(1, 1).id == keyed.enqueue(2, 2).id != first.id
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "named"),
+    [
+        ((object(),), {}, "args[0]"),
+        ((1, timezone.now()), {}, "args[1]"),
+        ((), {"ratio": float("nan")}, "kwargs['ratio']"),
+        ((), {"lookup": {1: "a"}}, "kwargs['lookup']"),
+        ((b"\xff",), {}, "args[0]"),
+    ],
+)
+def test_non_json_arguments_are_refused_naming_the_argument(backend, args, kwargs, named):
+    with pytest.raises(InvalidTaskArguments, match=named.replace("[", r"\[")):
+        add.enqueue(*args, **kwargs)
+    assert Job.objects.count() == 0
+
+
+def test_one_bad_call_in_a_bulk_enqueue_writes_nothing(backend):
+    with pytest.raises(InvalidTaskArguments, match=r"args\[0\]"):
+        backend.enqueue_many([(add, (1, 2), {}), (add, (set(),), {})])
+    assert Job.objects.count() == 0
+
+
+def test_unknown_queue_and_priority_out_of_range_are_refused(backend):
+    with pytest.raises(InvalidTask, match="Queue 'nowhere' is not valid"):
+        add.using(queue_name="nowhere").enqueue(1, 2)
+    with pytest.raises(InvalidTask, match="priority must be a whole number between -100 and 100"):
+        add.using(priority=101).enqueue(1, 2)
+    with pytest.raises(InvalidTask, match="max_attempts must be a whole number"):
+        add.using(max_attempts=0)
+    assert Job.objects.count() == 0
+
+
+async def test_aenqueue_inserts_and_returns_the_result(backend):
+    result = await add.aenqueue(2, 3)
+    fetched = await backend.aget_result(result.id)
+    assert (fetched.args, fetched.status) == ([2, 3], "READY")
+    await sync_to_async(connections.close_all)()

@@ -1,0 +1,114 @@
+"""Options, system checks, the query file and ids: no database needed."""
+
+import uuid
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+from django.test import override_settings
+
+from django_leasequeue.checks import check_backend
+from django_leasequeue.conf import LeaseQueueOptions
+from django_leasequeue.ids import uuid7
+from django_leasequeue.sql import QUERIES, load_queries
+
+
+def test_defaults_are_documented_and_sane():
+    opts = LeaseQueueOptions.from_options({})
+    assert opts.lease_seconds == 30 and opts.heartbeat_seconds * 2 <= opts.lease_seconds
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"lease_second": 5}, r"Unknown leasequeue OPTIONS \['lease_second'\]"),
+        ({"lease_seconds": "30"}, r"OPTIONS\['lease_seconds'\] = '30' is invalid"),
+        ({"max_attempts": 0}, r"expected a positive int"),
+        ({"max_attempts": 2.5}, r"expected a positive int"),
+        ({"prepared_statements": 1}, r"expected True or False"),
+        ({"key_prefix": ""}, r"expected a non-empty string"),
+        ({"lease_seconds": 10, "heartbeat_seconds": 6}, r"at most half of lease_seconds"),
+    ],
+)
+def test_bad_options_are_refused_with_the_reason(options, message):
+    with pytest.raises(ImproperlyConfigured, match=message):
+        LeaseQueueOptions.from_options(options)
+
+
+def test_redis_alias_may_be_none_for_polling_only():
+    assert LeaseQueueOptions.from_options({"redis_alias": None}).redis_alias is None
+
+
+@pytest.mark.django_db
+def test_checks_pass_on_the_test_settings():
+    assert check_backend("default", LeaseQueueOptions.from_options({})) == []
+
+
+def test_check_e001_refuses_a_database_that_is_not_postgresql():
+    databases = {
+        "default": {"ENGINE": "django.db.backends.postgresql", "NAME": "x"},
+        "lite": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"},
+    }
+    with override_settings(DATABASES=databases):
+        from django.db import connections
+
+        connections.settings = connections.configure_settings(databases)
+        try:
+            ids = [m.id for m in check_backend("t", LeaseQueueOptions(database="lite"))]
+        finally:
+            del connections.settings
+    assert ids == ["leasequeue.E001"]
+
+
+def test_check_e002_unknown_database_alias():
+    ids = [m.id for m in check_backend("t", LeaseQueueOptions(database="nope"))]
+    assert ids == ["leasequeue.E002"]
+
+
+def test_check_e003_redis_alias_missing_or_not_django_redis():
+    assert [m.id for m in check_backend("t", LeaseQueueOptions(redis_alias="nope"))] == [
+        "leasequeue.E003"
+    ]
+    caches = {"locmem": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+    with override_settings(CACHES=caches):
+        messages = check_backend("t", LeaseQueueOptions(redis_alias="locmem"))
+    assert [m.id for m in messages] == ["leasequeue.E003"]
+
+
+def test_check_w001_redis_without_connect_timeout():
+    caches = {"r": {"BACKEND": "django_redis.cache.RedisCache", "LOCATION": "redis://x"}}
+    with override_settings(CACHES=caches):
+        messages = check_backend("t", LeaseQueueOptions(redis_alias="r"))
+    assert [m.id for m in messages] == ["leasequeue.W001"]
+
+
+def test_every_query_has_a_name_and_a_description():
+    assert {
+        "enqueue",
+        "claim_by_ids",
+        "claim_batch",
+        "heartbeat",
+        "complete",
+        "fail",
+        "release",
+        "cancel",
+        "recover_expired",
+        "progress",
+        "checkpoint",
+        "lock_lease",
+    } <= set(QUERIES)
+    for query in QUERIES.values():
+        assert query.description and not query.description.startswith("name:")
+        assert query.sql and "-- name:" not in query.sql
+
+
+def test_a_query_defined_twice_is_refused():
+    text = "-- name: a\n-- first\nSELECT 1;\n-- name: a\n-- again\nSELECT 2;\n"
+    with pytest.raises(ValueError, match="defined twice"):
+        load_queries(text)
+
+
+def test_uuid7_is_time_ordered_and_versioned():
+    ids = [uuid7() for _ in range(1000)]
+    assert all(i.version == 7 and i.variant == uuid.RFC_4122 for i in ids)
+    assert [i.int >> 80 for i in ids] == sorted(i.int >> 80 for i in ids)
+    assert len(set(ids)) == 1000
