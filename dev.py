@@ -47,11 +47,12 @@ def run_tests(pytest_args: list[str]) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
-    test = commands.add_parser("test", help="lint, migration check and the whole test suite")
-    test.add_argument("pytest_args", nargs=argparse.REMAINDER)
-    args = parser.parse_args()
+    commands.add_parser(
+        "test", help="lint, migration check and the whole test suite (extra args go to pytest)"
+    )
+    args, passthrough = parser.parse_known_args()
     if args.command == "test":
-        return run_tests(args.pytest_args)
+        return run_tests(passthrough)
     return 2
 
 
