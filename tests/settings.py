@@ -74,3 +74,10 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "loggers": {"django_leasequeue": {"handlers": ["console"], "level": "WARNING"}},
 }
+ASGI_APPLICATION = "tests.asgi.application"
+CHANNEL_LAYERS = {
+    "default": {
+        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "CONFIG": {"hosts": [REDIS_URL], "prefix": "lqtest-asgi"},
+    }
+}
