@@ -1,8 +1,13 @@
 """Tasks the test suite enqueues."""
 
+import asyncio
+import os
+import time
+
 from django.tasks import task as django_task
 
 from django_leasequeue import task
+from tests.models import Execution, Receipt
 
 
 @django_task
@@ -36,3 +41,25 @@ def quick_retry(x):
 @task(max_attempts=2, backoff_seconds=0.001)
 def poison(x):
     return x
+
+
+@task(takes_context=True, max_attempts=25, backoff_seconds=0.05)
+def recorded_work(context, n, milliseconds):
+    """Record the execution, work, then write a receipt and complete in one fenced transaction."""
+    Execution.objects.create(job_id=context.job_id, pid=os.getpid(), attempt=context.attempt)
+    time.sleep(milliseconds / 1000)
+    with context.fenced_atomic() as fence:
+        Receipt.objects.create(job_id=context.job_id, written_by=str(os.getpid()))
+        fence.complete(n)
+    return n
+
+
+@task(max_attempts=5, backoff_seconds=0.05)
+async def async_sleep(seconds):
+    await asyncio.sleep(seconds)
+    return os.getpid()
+
+
+@task(max_attempts=3, backoff_seconds=0.05)
+def kill_my_process():
+    os._exit(3)
