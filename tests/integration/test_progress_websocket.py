@@ -4,7 +4,7 @@ import asyncio
 import sys
 
 import pytest
-from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 from django.urls import path
@@ -39,6 +39,9 @@ async def _refused(communicator: WebsocketCommunicator) -> int:
     return code
 
 
+_execute = database_sync_to_async(protocol.execute)
+
+
 @pytest.fixture
 def running_job(backend):
     """A job a (simulated) worker has claimed: tests write its progress through the lease."""
@@ -52,9 +55,7 @@ def staff_cookie(db):
 
 async def _report(job: protocol.ClaimedJob, current: float, total: float, message: str) -> None:
     """What the worker runtime does on ``context.progress``: fenced write, then publish."""
-    written = await sync_to_async(protocol.execute)(
-        protocol.progress(job.lease, current, total, message)
-    )
+    written = await _execute(protocol.progress(job.lease, current, total, message))
     assert written
     await live.apublish(
         job.id, {"kind": "progress", "current": current, "total": total, "message": message}
@@ -64,7 +65,7 @@ async def _report(job: protocol.ClaimedJob, current: float, total: float, messag
 async def test_staff_viewer_gets_snapshot_then_live_events_then_final_and_close(
     running_job, staff_cookie
 ):
-    await sync_to_async(protocol.execute)(protocol.progress(running_job.lease, 2, 10, "warming"))
+    await _execute(protocol.progress(running_job.lease, 2, 10, "warming"))
     socket = _socket(running_job.id, cookie=staff_cookie)
     assert await socket.connect() == (True, None)
 
@@ -89,7 +90,7 @@ async def test_staff_viewer_gets_snapshot_then_live_events_then_final_and_close(
         "message": "crunching",
     }
 
-    done = await sync_to_async(protocol.execute)(protocol.complete(running_job.lease, 42))
+    done = await _execute(protocol.complete(running_job.lease, 42))
     assert done
     await live.apublish(running_job.id, {"kind": "status", "status": "succeeded"})
     assert await socket.receive_json_from(timeout=3) == {"kind": "status", "status": "succeeded"}
@@ -121,7 +122,7 @@ async def test_anonymous_viewer_without_token_is_refused(running_job):
 
 
 async def test_staff_without_view_permission_is_refused(running_job):
-    cookie = await sync_to_async(lambda: session_cookie(staff_user(can_view=False)))()
+    cookie = await database_sync_to_async(lambda: session_cookie(staff_user(can_view=False)))()
     assert await _refused(_socket(running_job.id, cookie=cookie)) == CLOSE_FORBIDDEN
 
 
@@ -137,7 +138,7 @@ async def test_expired_token_is_refused(running_job):
 
 
 async def test_token_for_another_job_is_refused(running_job):
-    other = await sync_to_async(lambda: quick_retry.enqueue(2).id)()
+    other = await database_sync_to_async(lambda: quick_retry.enqueue(2).id)()
     assert await _refused(_socket(running_job.id, token=job_token(other))) == CLOSE_FORBIDDEN
 
 
@@ -147,8 +148,8 @@ async def test_unknown_job_is_refused_even_with_its_token(db):
 
 
 async def test_late_viewer_of_a_finished_job_gets_its_final_state_and_close(running_job):
-    await sync_to_async(protocol.execute)(protocol.progress(running_job.lease, 3, 4, "almost"))
-    await sync_to_async(protocol.execute)(protocol.complete(running_job.lease, None))
+    await _execute(protocol.progress(running_job.lease, 3, 4, "almost"))
+    await _execute(protocol.complete(running_job.lease, None))
     socket = _socket(running_job.id, token=job_token(running_job.id))
     assert (await socket.connect())[0]
     snapshot = await socket.receive_json_from(timeout=3)
@@ -175,7 +176,7 @@ async def test_a_job_that_ends_without_any_event_is_noticed_from_the_database(ru
     socket = _socket(running_job.id, token=job_token(running_job.id), app=fast)
     assert (await socket.connect())[0]
     assert (await socket.receive_json_from(timeout=3))["kind"] == "snapshot"
-    await sync_to_async(protocol.execute)(protocol.finish_cancelled(running_job.lease))
+    await _execute(protocol.finish_cancelled(running_job.lease))
     final = await socket.receive_json_from(timeout=3)
     assert (final["kind"], final["status"], final["final"]) == ("final", "cancelled", True)
     await _closed(socket)
