@@ -64,7 +64,8 @@ def _text(page: Page, part: str) -> str:
     return page.locator(f"{BAR} .leasequeue-progress__{part}").inner_text().strip()
 
 
-def _assert_finished_live(page: Page, steps: int) -> None:
+def _assert_finished_live(page: Page, steps: int, *, moves: int = 5) -> None:
+    """The bar ended succeeded at 100%, without a reload, after ``moves`` increasing values."""
     page.wait_for_function(
         "document.querySelector('.leasequeue-progress').dataset.status === 'succeeded'",
         timeout=30_000,
@@ -75,7 +76,7 @@ def _assert_finished_live(page: Page, steps: int) -> None:
     assert page.get_attribute(BAR, "data-final") == "true"
     assert page.evaluate("window.__loadedOnce") is True, "the page was reloaded"
     values = page.evaluate("window.__barValues")
-    assert values == sorted(values) and len(set(values)) >= 4, values
+    assert values == sorted(values) and len(set(values)) >= moves, values
     assert values[-1] == 100
 
 
@@ -112,7 +113,7 @@ def test_bar_falls_back_to_polling_when_websockets_are_unavailable(
 ):
     start_workers("--concurrency", "2", options={"progress_interval_seconds": 0.1})
     steps = 10
-    job_id = stepped.enqueue(steps, 0.3).id
+    job_id = stepped.enqueue(steps, 0.6).id  # polls come once a second
     polls = []
     page = launch_browser().new_page()
     page.add_init_script("delete window.WebSocket;")
@@ -123,7 +124,7 @@ def test_bar_falls_back_to_polling_when_websockets_are_unavailable(
     page.goto(f"{daphne.url}/progress/{job_id}/")
     page.evaluate(RECORD_BAR_VALUES)
 
-    _assert_finished_live(page, steps)
+    _assert_finished_live(page, steps, moves=3)
     assert len(polls) >= 3
     assert all(f"/leasequeue/jobs/{job_id}/status/?token=" in url for url in polls)
 
