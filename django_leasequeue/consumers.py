@@ -34,6 +34,7 @@ class JobProgressConsumer(AsyncJsonWebsocketConsumer):
     job_id: str
     group: str | None = None
     recheck: asyncio.Task | None = None
+    finished: bool = False
 
     def __init__(self, *args: Any, recheck_seconds: float = 5.0, **kwargs: Any) -> None:
         """``recheck_seconds``: how often the database is checked for a job that ended without
@@ -72,7 +73,7 @@ class JobProgressConsumer(AsyncJsonWebsocketConsumer):
         """A worker's event for this job, from the channel layer."""
         event = message["event"]
         keys = _FORWARDED_KEYS.get(event.get("kind"))
-        if keys is None:
+        if keys is None or self.finished:
             return
         await self.send_json({key: event.get(key) for key in keys})
         if event["kind"] == "status" and event.get("status") in JobStatus.terminal():
@@ -89,6 +90,10 @@ class JobProgressConsumer(AsyncJsonWebsocketConsumer):
                 return
 
     async def finish(self, state: JobState) -> None:
+        """Send the final state and close, once (a live event and the recheck may both see it)."""
+        if self.finished:
+            return
+        self.finished = True
         await self.send_json({**state, "kind": "final"})
         await self.close()
 

@@ -200,3 +200,16 @@ async def test_events_published_by_another_process_reach_the_websocket(running_j
         "message": "from afar",
     }
     await socket.disconnect()
+
+
+async def test_only_one_final_state_is_sent_however_many_end_events_arrive(running_job):
+    socket = _socket(running_job.id, token=job_token(running_job.id))
+    assert (await socket.connect())[0]
+    assert (await socket.receive_json_from(timeout=3))["kind"] == "snapshot"
+    assert await _execute(protocol.finish_cancelled(running_job.lease))
+    await live.apublish(running_job.id, {"kind": "status", "status": "cancelled"})
+    await live.apublish(running_job.id, {"kind": "status", "status": "cancelled"})
+    assert (await socket.receive_json_from(timeout=3))["kind"] == "status"
+    assert (await socket.receive_json_from(timeout=3))["kind"] == "final"
+    await _closed(socket)
+    assert await socket.receive_nothing(timeout=0.5)
