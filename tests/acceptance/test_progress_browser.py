@@ -67,13 +67,13 @@ def _text(page: Page, part: str) -> str:
 def _assert_finished_live(page: Page, steps: int, *, moves: int = 5) -> None:
     """The bar ended succeeded at 100%, without a reload, after ``moves`` increasing values."""
     page.wait_for_function(
-        "document.querySelector('.leasequeue-progress').dataset.status === 'succeeded'",
+        "document.querySelector('.leasequeue-progress').dataset.final === 'true'",
         timeout=30_000,
     )
     assert page.get_attribute("[role=progressbar]", "aria-valuenow") == "100"
     assert (_text(page, "percent"), _text(page, "status")) == ("100%", "Succeeded")
     assert _text(page, "message") == f"Step {steps} of {steps}"
-    assert page.get_attribute(BAR, "data-final") == "true"
+    assert page.get_attribute(BAR, "data-status") == "succeeded"
     assert page.evaluate("window.__loadedOnce") is True, "the page was reloaded"
     values = page.evaluate("window.__barValues")
     assert values == sorted(values) and len(set(values)) >= moves, values
