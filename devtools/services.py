@@ -111,6 +111,18 @@ def _unprivileged_user() -> str:
     return _FALLBACK_PG_USER
 
 
+def _private_copy(bin_dir: Path, workdir: Path) -> Path:
+    """Copy pgserver's binaries where an unprivileged user can run them (.venv may be under
+    /root); its shared libraries sit in ``pgserver.libs`` beside the package (wheel RPATH)."""
+    package = bin_dir.parent.parent
+    copy = workdir / "embedded" / "pgserver"
+    shutil.copytree(bin_dir.parent, copy / "pginstall", symlinks=True)
+    libs = package.parent / "pgserver.libs"
+    if libs.is_dir():
+        shutil.copytree(libs, copy.parent / "pgserver.libs", symlinks=True)
+    return copy / "pginstall" / "bin"
+
+
 @contextlib.contextmanager
 def throwaway_postgres() -> Iterator[str]:
     bin_dir, origin = _postgres_bin()
@@ -120,8 +132,7 @@ def throwaway_postgres() -> Iterator[str]:
         user = _unprivileged_user()
         as_user = ["runuser", "-u", user, "--"]
         if origin != "system":
-            # The user may not be able to reach .venv (e.g. under /root): run a private copy.
-            bin_dir = Path(shutil.copytree(bin_dir.parent, workdir / "pginstall")) / "bin"
+            bin_dir = _private_copy(bin_dir, workdir)
         subprocess.run(["chown", "-R", f"{user}:", str(workdir)], check=True)
     data, port = workdir / "data", free_port()
     subprocess.run(
