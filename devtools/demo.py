@@ -46,7 +46,9 @@ def _demo_login(python: Path, env: dict[str, str]) -> str:
         f"user.set_password({password!r})\n"
         "user.save()\n"
     )
-    subprocess.run(_manage(python, "shell", "-c", script), env=env, check=True, cwd=venv.ROOT)
+    subprocess.run(
+        _manage(python, "shell", "-v", "0", "-c", script), env=env, check=True, cwd=venv.ROOT
+    )
     return password
 
 
@@ -71,6 +73,8 @@ def _raise_interrupt(signum: int, frame: object) -> None:
 def run(port: int, processes: int) -> int:
     python = venv.ensure("demo")
     signal.signal(signal.SIGTERM, _raise_interrupt)
+    # Started in the background by a shell, SIGINT arrives ignored: make Ctrl-C (kill -INT) work.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     with services.services() as urls:
         env = {
             **os.environ,

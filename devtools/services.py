@@ -127,60 +127,32 @@ def _private_copy(bin_dir: Path, workdir: Path) -> Path:
 def throwaway_postgres() -> Iterator[str]:
     bin_dir, origin = _postgres_bin()
     workdir = Path(tempfile.mkdtemp(prefix="leasequeue-pg-"))
-    as_user: list[str] = []
-    if os.geteuid() == 0:  # initdb refuses to run as root
-        user = _unprivileged_user()
-        as_user = ["runuser", "-u", user, "--"]
-        if origin != "system":
-            bin_dir = _private_copy(bin_dir, workdir)
-        subprocess.run(["chown", "-R", f"{user}:", str(workdir)], check=True)
     data, port = workdir / "data", free_port()
-    subprocess.run(
-        [*as_user, bin_dir / "initdb", "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8"],
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )
-    options = f"-p {port} -c listen_addresses=127.0.0.1 -k {workdir} -c fsync=off"
-    subprocess.run(
-        [
-            *as_user,
-            bin_dir / "pg_ctl",
-            "-D",
-            data,
-            "-o",
-            options,
-            "-l",
-            workdir / "log",
-            "-w",
-            "start",
-        ],
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )
+    as_user: list[str] = []
     try:
+        if os.geteuid() == 0:  # initdb refuses to run as root
+            user = _unprivileged_user()
+            as_user = ["runuser", "-u", user, "--"]
+            if origin != "system":
+                bin_dir = _private_copy(bin_dir, workdir)
+            subprocess.run(["chown", "-R", f"{user}:", str(workdir)], check=True)
+        initdb = [bin_dir / "initdb", "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8"]
+        subprocess.run([*as_user, *initdb], check=True, stdout=subprocess.DEVNULL)
+        options = f"-p {port} -c listen_addresses=127.0.0.1 -k {workdir} -c fsync=off"
+        start = [bin_dir / "pg_ctl", "-D", data, "-o", options, "-l", workdir / "log", "-w"]
+        subprocess.run([*as_user, *start, "start"], check=True, stdout=subprocess.DEVNULL)
         _wait_for_port(port, "PostgreSQL")
-        subprocess.run(
-            [
-                *as_user,
-                bin_dir / "createdb",
-                "-h",
-                "127.0.0.1",
-                "-p",
-                str(port),
-                "-U",
-                "postgres",
-                "test",
-            ],
-            check=True,
-        )
+        createdb = [bin_dir / "createdb", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres"]
+        subprocess.run([*as_user, *createdb, "test"], check=True)
         print(f"Started a throwaway PostgreSQL ({origin}) on port {port} ({workdir}).", flush=True)
         yield f"postgres://postgres@127.0.0.1:{port}/test"
     finally:
-        subprocess.run(
-            [*as_user, bin_dir / "pg_ctl", "-D", data, "-m", "immediate", "stop"],
-            stdout=subprocess.DEVNULL,
-            check=False,
-        )
+        if (data / "postmaster.pid").exists():
+            subprocess.run(
+                [*as_user, bin_dir / "pg_ctl", "-D", data, "-m", "immediate", "stop"],
+                stdout=subprocess.DEVNULL,
+                check=False,
+            )
         shutil.rmtree(workdir, ignore_errors=True)
 
 

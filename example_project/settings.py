@@ -98,9 +98,3 @@ LOGOUT_REDIRECT_URL = "login"
 STATIC_URL = "/static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "loggers": {"django_leasequeue": {"handlers": ["console"], "level": "INFO"}},
-}
