@@ -15,8 +15,8 @@ from example_project.matching.forms import MatchForm
 from example_project.matching.models import MatchRequest
 from example_project.matching.submit import submit
 
-# How many of the user's latest jobs the page shows.
-SHOWN_JOBS = 10
+# How many of the user's latest jobs the page shows: one submission's worth.
+SHOWN_JOBS = 5
 
 
 def recent_matches(user) -> list[dict[str, Any]]:
