@@ -3,7 +3,7 @@
 import logging
 from typing import Any
 
-from django.tasks import Task, TaskResult
+from django.tasks import Task, TaskResult, TaskResultStatus
 from django.tasks.base import TaskError
 from django.utils.module_loading import import_string
 
@@ -59,4 +59,34 @@ def build_task_result(job: Job, task: Task) -> TaskResult:
     )
     if job.status == JobStatus.SUCCEEDED:
         object.__setattr__(result, "_return_value", job.result)
+    return result
+
+
+def result_from_claim(
+    job: Any,
+    task: Task,
+    alias: str,
+    *,
+    status: TaskResultStatus = TaskResultStatus.RUNNING,
+    errors: list[dict[str, Any]] | None = None,
+    return_value: Any = None,
+    finished_at: Any = None,
+) -> TaskResult:
+    """The TaskResult of a job a worker holds (``job`` is a protocol.ClaimedJob)."""
+    task = task.using(priority=job.priority, queue_name=job.queue_name, backend=alias)
+    result = TaskResult(
+        task=task,
+        id=str(job.id),
+        status=status,
+        enqueued_at=job.enqueued_at,
+        started_at=job.started_at,
+        finished_at=finished_at,
+        last_attempted_at=job.last_attempted_at,
+        args=job.args,
+        kwargs=job.kwargs,
+        backend=alias,
+        errors=task_errors(job.errors + (errors or [])),
+        worker_ids=job.worker_ids,
+    )
+    object.__setattr__(result, "_return_value", return_value)
     return result

@@ -70,5 +70,18 @@ class WakeupSignals:
         more = client.lpop(key, max_count - 1) if max_count > 1 else None
         return [first, *(more or [])]
 
-    def pending(self, queue_name: str) -> int:
-        return self.client().llen(self.key(queue_name))
+    def push_where_idle(self, jobs: Iterable[tuple[str, str]]) -> bool:
+        """Push only to queues whose signal list is empty: a backlog needs no more signals."""
+        jobs = list(jobs)
+        queue_names = sorted({queue_name for queue_name, _ in jobs})
+        try:
+            pipe = self.client().pipeline(transaction=False)
+            for queue_name in queue_names:
+                pipe.llen(self.key(queue_name))
+            idle = {
+                name for name, length in zip(queue_names, pipe.execute(), strict=True) if not length
+            }
+        except RedisError as exc:
+            logger.warning("Redis unreachable (%s): due jobs not re-signalled.", exc)
+            return False
+        return self.push((queue_name, job_id) for queue_name, job_id in jobs if queue_name in idle)

@@ -9,3 +9,14 @@ class Receipt(models.Model):
 
     def __str__(self) -> str:
         return f"receipt of {self.job_id} by {self.written_by}"
+
+
+class Execution(models.Model):
+    """One run (attempt) of a crash-test job, written when it starts, before any crash."""
+
+    job_id = models.UUIDField(db_index=True)
+    pid = models.IntegerField()
+    attempt = models.IntegerField()
+
+    def __str__(self) -> str:
+        return f"attempt {self.attempt} of {self.job_id} in {self.pid}"

@@ -1,5 +1,6 @@
 """Settings for the test suite: real PostgreSQL and Redis, from DATABASE_URL / REDIS_URL."""
 
+import json
 import os
 from urllib.parse import urlsplit
 
@@ -63,14 +64,12 @@ TASKS = {
     "default": {
         "BACKEND": "django_leasequeue.backend.LeaseQueueBackend",
         "QUEUES": ["default", "high", "low", "other"],
-        "OPTIONS": {"key_prefix": "lqtest"},
+        # Crash tests start workers with short leases through LEASEQUEUE_OPTIONS (JSON).
+        "OPTIONS": {
+            "key_prefix": "lqtest",
+            **json.loads(os.environ.get("LEASEQUEUE_OPTIONS", "{}")),
+        },
     }
 }
 STATIC_URL = "/static/"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "loggers": {"django_leasequeue": {"handlers": ["console"], "level": "WARNING"}},
-}

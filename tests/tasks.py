@@ -1,8 +1,13 @@
 """Tasks the test suite enqueues."""
 
+import asyncio
+import os
+import time
+
 from django.tasks import task as django_task
 
 from django_leasequeue import task
+from tests.models import Execution, Receipt
 
 
 @django_task
@@ -36,3 +41,52 @@ def quick_retry(x):
 @task(max_attempts=2, backoff_seconds=0.001)
 def poison(x):
     return x
+
+
+@task(takes_context=True, max_attempts=25, backoff_seconds=0.05)
+def recorded_work(context, n, milliseconds):
+    """Record the execution, work, then write a receipt and complete in one fenced transaction."""
+    Execution.objects.create(job_id=context.job_id, pid=os.getpid(), attempt=context.attempt)
+    time.sleep(milliseconds / 1000)
+    with context.fenced_atomic() as fence:
+        Receipt.objects.create(job_id=context.job_id, written_by=str(os.getpid()))
+        fence.complete(n)
+    return n
+
+
+@task(max_attempts=5, backoff_seconds=0.05)
+async def async_sleep(seconds):
+    await asyncio.sleep(seconds)
+    return os.getpid()
+
+
+@task(max_attempts=3, backoff_seconds=0.05)
+def kill_my_process():
+    os._exit(3)
+
+
+@task(timeout=0.3, max_attempts=2, backoff_seconds=0.01)
+async def too_slow():
+    await asyncio.sleep(5)
+
+
+@task(takes_context=True, max_attempts=3, backoff_seconds=0.01)
+def resumes_from_checkpoint(context):
+    """Fails on its first attempt after saving a checkpoint; the retry sees it."""
+    seen = context.last_checkpoint
+    if context.attempt == 1:
+        context.checkpoint({"step": 1})
+        raise RuntimeError("first attempt fails after its checkpoint")
+    return {"attempt": context.attempt, "resumed_from": seen}
+
+
+@task(takes_context=True)
+async def reports_progress(context, steps):
+    for step in range(1, steps + 1):
+        await context.aprogress(step, steps, f"step {step}")
+    return steps
+
+
+@task
+def returns_a_set():
+    return {1, 2}

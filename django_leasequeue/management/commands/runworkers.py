@@ -1,0 +1,89 @@
+"""``manage.py runworkers``: parse the options, hand over to the runtime's supervisor."""
+
+import logging
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.tasks import task_backends
+from django.tasks.exceptions import InvalidTaskBackend
+
+from django_leasequeue.backend import LeaseQueueBackend
+from django_leasequeue.runtime.config import WorkerConfig
+from django_leasequeue.runtime.supervisor import Supervisor
+
+_LOG_LEVELS = {0: "WARNING", 1: "INFO", 2: "DEBUG", 3: "DEBUG"}
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise ValueError(text)
+    return value
+
+
+class Command(BaseCommand):
+    help = "Run worker processes that claim and run jobs of a LeaseQueueBackend."
+    requires_system_checks = ["tasks", "database"]
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--processes", type=_positive_int, default=1, help="Worker processes.")
+        parser.add_argument(
+            "--concurrency", type=_positive_int, default=10, help="Jobs in flight per process."
+        )
+        parser.add_argument(
+            "--queues", default="default", help="Comma-separated queue names, or * for all."
+        )
+        parser.add_argument("--backend", default="default", help="The TASKS alias to run.")
+        parser.add_argument(
+            "--grace",
+            type=float,
+            default=30.0,
+            help="Seconds in-flight jobs get to finish on shutdown before they are released.",
+        )
+        parser.add_argument(
+            "--burst", action="store_true", help="Run what is due, then exit (tests, cron, CI)."
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        alias = options["backend"]
+        try:
+            backend = task_backends[alias]
+        except InvalidTaskBackend as exc:
+            raise CommandError(f"--backend {alias!r}: {exc}") from exc
+        if not isinstance(backend, LeaseQueueBackend):
+            raise CommandError(
+                f"TASKS[{alias!r}] is {type(backend).__name__}, not LeaseQueueBackend."
+            )
+        queues = self._queues(options["queues"], backend)
+        if options["grace"] < 0:
+            raise CommandError("--grace must be zero or more seconds.")
+        config = WorkerConfig(
+            backend_alias=alias,
+            processes=options["processes"],
+            concurrency=options["concurrency"],
+            queues=queues,
+            grace=options["grace"],
+            burst=options["burst"],
+            log_level=_LOG_LEVELS[options["verbosity"]],
+        )
+        logging.basicConfig(
+            level=config.log_level, format="%(asctime)s %(levelname)s [supervisor] %(message)s"
+        )
+        exit_code = Supervisor(config).run()
+        if exit_code:
+            raise CommandError("A worker process failed.", returncode=exit_code)
+
+    @staticmethod
+    def _queues(text: str, backend: LeaseQueueBackend) -> tuple[str, ...] | None:
+        if text.strip() == "*":
+            return None
+        queues = tuple(name.strip() for name in text.split(",") if name.strip())
+        if not queues:
+            raise CommandError("--queues needs at least one queue name, or *.")
+        unknown = sorted(set(queues) - backend.queues) if backend.queues else []
+        if unknown:
+            raise CommandError(
+                f"--queues: {', '.join(unknown)} not in TASKS[{backend.alias!r}]['QUEUES'] "
+                f"({', '.join(sorted(backend.queues))})."
+            )
+        return queues

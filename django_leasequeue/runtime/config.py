@@ -1,0 +1,17 @@
+"""What ``runworkers`` was asked to run; plain data so it can cross into spawned processes."""
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkerConfig:
+    backend_alias: str = "default"
+    processes: int = 1
+    concurrency: int = 10
+    # None means every queue.
+    queues: tuple[str, ...] | None = ("default",)
+    # Seconds in-flight jobs get to finish on shutdown before they are released.
+    grace: float = 30.0
+    # Drain what is due, then exit 0.
+    burst: bool = False
+    log_level: str = "INFO"

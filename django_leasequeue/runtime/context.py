@@ -1,0 +1,95 @@
+"""``JobContext``: what a ``takes_context`` task receives, a subclass of Django's TaskContext."""
+
+import asyncio
+from collections.abc import Coroutine
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+from django.tasks import TaskContext
+
+from django_leasequeue.fencing import FencedTransaction, fenced_atomic
+from django_leasequeue.runtime.handle import JobHandle
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobContext(TaskContext):
+    """Adds progress, checkpoints, fenced writes and stop flags to Django's TaskContext.
+
+    The ``a``-prefixed methods are for ``async def`` tasks; the plain ones for sync tasks
+    (which run in threads).
+    """
+
+    handle: JobHandle
+    database: str = "default"
+
+    @property
+    def job_id(self) -> UUID:
+        return self.handle.job.id
+
+    @property
+    def last_checkpoint(self) -> Any:
+        """What the latest checkpoint saved, in this attempt or an earlier one (or None)."""
+        return self.handle.checkpoint
+
+    @property
+    def lease_lost(self) -> bool:
+        """True once another worker owns this job: stop, nothing more will be written."""
+        return self.handle.lease_lost
+
+    @property
+    def should_stop(self) -> bool:
+        """True when the job was cancelled, lost its lease, or the worker is shutting down."""
+        return self.handle.stop_reason is not None
+
+    async def aprogress(
+        self, current: float, total: float | None = None, message: str = ""
+    ) -> bool:
+        """Report progress (persisted fenced and throttled, pushed live); False if lease lost."""
+        return await self.handle.progress(current, total, message)
+
+    def progress(self, current: float, total: float | None = None, message: str = "") -> bool:
+        return self._from_thread(self.handle.progress(current, total, message))
+
+    async def acheckpoint(self, data: Any) -> None:
+        """Save JSON state a later attempt resumes from; raises LeaseLost if not saved."""
+        await self.handle.save_checkpoint(data)
+
+    def checkpoint(self, data: Any) -> None:
+        self._from_thread(self.handle.save_checkpoint(data))
+
+    def fenced_atomic(self) -> AbstractContextManager[FencedTransaction]:
+        """A transaction that commits the task's writes only while the lease is held.
+
+        Sync tasks only (Django's ORM transactions are bound to a thread). Calling
+        ``complete(result)`` on the yielded handle finishes the job in the same transaction.
+        """
+        return _RecordingFence(self.handle, self.database)
+
+    def _from_thread[T](self, coroutine: Coroutine[Any, Any, T]) -> T:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run_coroutine_threadsafe(coroutine, self.handle.loop).result()
+        coroutine.close()
+        raise RuntimeError("In an async task, await the a-prefixed method (e.g. aprogress).")
+
+
+class _RecordingFence(AbstractContextManager[FencedTransaction]):
+    """``fenced_atomic`` that tells the runner when the task completed the job itself."""
+
+    def __init__(self, handle: JobHandle, database: str) -> None:
+        self._handle = handle
+        self._inner = fenced_atomic(handle.lease, database)
+        self._fence: FencedTransaction | None = None
+
+    def __enter__(self) -> FencedTransaction:
+        self._fence = self._inner.__enter__()
+        return self._fence
+
+    def __exit__(self, *exc_info: Any) -> bool | None:
+        suppressed = self._inner.__exit__(*exc_info)
+        if exc_info[0] is None and self._fence is not None and self._fence.completed:
+            self._handle.completed_in_fence = True
+        return suppressed

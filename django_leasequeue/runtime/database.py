@@ -1,0 +1,68 @@
+"""A worker's psycopg connection that reconnects when PostgreSQL drops it."""
+
+import asyncio
+import logging
+
+import psycopg
+
+from django_leasequeue import protocol
+from django_leasequeue.connection import connect_async
+
+logger = logging.getLogger(__name__)
+
+_RECONNECT_DELAYS = (0.1, 0.25, 0.5, 1.0, 2.0)
+
+
+class Database:
+    """Runs protocol statements; on a lost connection, reconnects with backoff and runs again.
+
+    Running a statement again is safe for every step of the protocol: claims that may have
+    applied are recovered when their lease expires, and fenced writes that did apply report
+    "lease lost" on the second run (which is logged, never applied twice).
+    """
+
+    def __init__(self, using: str, *, prepared_statements: bool, name: str) -> None:
+        self.using = using
+        self.prepared_statements = prepared_statements
+        self.name = name
+        self._conn: psycopg.AsyncConnection | None = None
+
+    async def run[T](self, statement: protocol.Statement[T]) -> T:
+        attempt = 0
+        while True:
+            conn = await self._connection()
+            try:
+                return await protocol.aexecute(statement, conn)
+            except psycopg.OperationalError as exc:
+                if not conn.broken and not conn.closed:
+                    raise
+                delay = _RECONNECT_DELAYS[min(attempt, len(_RECONNECT_DELAYS) - 1)]
+                logger.warning(
+                    "PostgreSQL connection %s lost during %s (%s); reconnecting in %.2fs.",
+                    self.name,
+                    statement.query.name,
+                    exc,
+                    delay,
+                )
+                self._conn = None
+                attempt += 1
+                await asyncio.sleep(delay)
+
+    async def _connection(self) -> psycopg.AsyncConnection:
+        attempt = 0
+        while self._conn is None or self._conn.closed:
+            try:
+                self._conn = await connect_async(
+                    self.using, prepared_statements=self.prepared_statements
+                )
+            except psycopg.OperationalError as exc:
+                delay = _RECONNECT_DELAYS[min(attempt, len(_RECONNECT_DELAYS) - 1)]
+                logger.warning("Cannot connect to PostgreSQL (%s); retrying in %.2fs.", exc, delay)
+                attempt += 1
+                await asyncio.sleep(delay)
+        return self._conn
+
+    async def close(self) -> None:
+        if self._conn is not None:
+            await self._conn.close()
+            self._conn = None

@@ -1,0 +1,106 @@
+"""``JobHandle``: one running job's state, shared by its runner, the heartbeat and its context."""
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from django_leasequeue import jsonargs, protocol
+from django_leasequeue.exceptions import LeaseLost
+from django_leasequeue.protocol import ClaimedJob
+from django_leasequeue.runtime.database import Database
+
+logger = logging.getLogger(__name__)
+
+Publish = Callable[[Any, dict[str, Any]], Awaitable[None]]
+
+
+class StopReason:
+    """Why the worker cancelled a job's coroutine; decides what it writes afterwards."""
+
+    LEASE_LOST = "lease lost"  # write nothing: another worker owns the job now
+    CANCEL_REQUESTED = "cancel requested"  # finish it cancelled
+    SHUTDOWN = "shutdown"  # release the lease so another worker takes it at once
+
+
+class JobHandle:
+    def __init__(
+        self,
+        job: ClaimedJob,
+        *,
+        db: Database,
+        progress_interval: float,
+        publish: Publish,
+    ) -> None:
+        self.job = job
+        self.lease = job.lease
+        self.db = db
+        self.loop = asyncio.get_running_loop()
+        self.checkpoint: Any = job.checkpoint
+        self.stop_reason: str | None = None
+        self.completed_in_fence = False
+        self.task: asyncio.Task | None = None
+        self._publish = publish
+        self._progress_interval = progress_interval
+        self._last_progress_at = 0.0
+        self._pending_progress: tuple[float, float | None, str] | None = None
+        self._flush_timer: asyncio.TimerHandle | None = None
+
+    @property
+    def lease_lost(self) -> bool:
+        return self.stop_reason == StopReason.LEASE_LOST
+
+    def stop(self, reason: str) -> None:
+        """Cancel the job's coroutine (once); the runner reads ``stop_reason`` to finish it."""
+        if self.stop_reason is None:
+            self.stop_reason = reason
+        if self.task is not None and not self.task.done():
+            self.task.cancel(reason)
+
+    async def progress(self, current: float, total: float | None, message: str) -> bool:
+        """Persist and publish at most one update per interval; the latest one always lands."""
+        self._pending_progress = (float(current), None if total is None else float(total), message)
+        wait = self._last_progress_at + self._progress_interval - time.monotonic()
+        finished = total is not None and current >= total
+        if wait > 0 and not finished:
+            if self._flush_timer is None:
+                self._flush_timer = self.loop.call_later(wait, self._schedule_flush)
+            return not self.lease_lost
+        return await self.flush_progress()
+
+    def _schedule_flush(self) -> None:
+        self._flush_timer = None
+        self.loop.create_task(self.flush_progress())
+
+    async def flush_progress(self) -> bool:
+        pending, self._pending_progress = self._pending_progress, None
+        if pending is None or self.lease_lost:
+            return not self.lease_lost
+        self._last_progress_at = time.monotonic()
+        applied = await self.db.run(protocol.progress(self.lease, *pending))
+        if not applied:
+            self._mark_lost("progress")
+            return False
+        current, total, message = pending
+        await self._publish(
+            self.job.id,
+            {"kind": "progress", "current": current, "total": total, "message": message},
+        )
+        return True
+
+    async def save_checkpoint(self, data: Any) -> None:
+        jsonargs.dumps(data)  # raises TypeError/ValueError for non-JSON before any write
+        if self.lease_lost or not await self.db.run(protocol.checkpoint(self.lease, data)):
+            self._mark_lost("checkpoint")
+            raise LeaseLost(f"Job {self.job.id}: lease lost, checkpoint not saved.")
+        self.checkpoint = data
+
+    def cancel_timers(self) -> None:
+        if self._flush_timer is not None:
+            self._flush_timer.cancel()
+            self._flush_timer = None
+
+    def _mark_lost(self, what: str) -> None:
+        logger.warning("Job %s: lease lost, %s not written.", self.job.id, what)
+        self.stop(StopReason.LEASE_LOST)

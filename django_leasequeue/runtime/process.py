@@ -1,0 +1,47 @@
+"""Entry point of one worker process (spawned by the supervisor)."""
+
+import asyncio
+import logging
+import os
+import signal
+import sys
+
+from django_leasequeue.runtime.config import WorkerConfig
+
+
+def worker_main(config: WorkerConfig) -> None:
+    """Set up Django, run one Worker until it stops, and exit without waiting for job threads."""
+    import django
+
+    django.setup()
+    logging.basicConfig(
+        level=config.log_level,
+        format=f"%(asctime)s %(levelname)s [worker {os.getpid()}] %(name)s: %(message)s",
+    )
+    # Ctrl-C reaches the whole process group; only the supervisor's SIGTERM should stop us.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    code = asyncio.run(_run(config))
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Sync tasks cut off by a timeout or a lost lease may still be running in their threads;
+    # their outcome is already discarded and fenced out, so do not wait for them.
+    os._exit(code)
+
+
+async def _run(config: WorkerConfig) -> int:
+    from django.tasks import task_backends
+
+    from django_leasequeue.backend import LeaseQueueBackend
+    from django_leasequeue.runtime.worker import Worker
+
+    backend = task_backends[config.backend_alias]
+    if not isinstance(backend, LeaseQueueBackend):
+        logging.getLogger(__name__).error(
+            "TASKS[%r] is %s, not a LeaseQueueBackend.", config.backend_alias, type(backend)
+        )
+        return 2
+    worker = Worker(backend, config)
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, worker.request_stop)
+    await worker.run()
+    return 0

@@ -1,0 +1,126 @@
+"""The parent process of ``runworkers``: starts, restarts and stops the worker processes."""
+
+import logging
+import multiprocessing
+import signal
+import time
+from dataclasses import dataclass, field
+from multiprocessing.connection import wait
+from multiprocessing.process import BaseProcess
+
+from django_leasequeue.runtime.config import WorkerConfig
+from django_leasequeue.runtime.process import worker_main
+
+logger = logging.getLogger(__name__)
+
+_RESTART_DELAYS = (0.5, 1, 2, 5, 10, 30)
+# A child that ran this long before dying restarts with the shortest delay again.
+_HEALTHY_RUN_SECONDS = 60.0
+# After a second stop signal, children still alive this long later are killed.
+_KILL_AFTER_SECONDS = 10.0
+
+
+@dataclass
+class _Slot:
+    """One of the ``--processes`` places, and the process currently filling it."""
+
+    index: int
+    process: BaseProcess | None = None
+    started_at: float = 0.0
+    failures: int = 0
+    restart_at: float = field(default=0.0)
+
+
+class Supervisor:
+    def __init__(self, config: WorkerConfig) -> None:
+        self.config = config
+        self.context = multiprocessing.get_context("spawn")
+        self.slots = [_Slot(i) for i in range(config.processes)]
+        self.signals_received = 0
+        self.hard_stop_at: float | None = None
+
+    def run(self) -> int:
+        """Run until stopped (or, in burst mode, until every worker has drained); exit status."""
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGINT, self._on_signal)
+        for slot in self.slots:
+            self._start(slot)
+        exit_code = 0
+        while any(slot.process is not None for slot in self.slots) or self._restarts_pending():
+            self._wait_for_exit(timeout=0.2)
+            for slot in self.slots:
+                exit_code = self._reap(slot) or exit_code
+            if self.hard_stop_at is not None and time.monotonic() > self.hard_stop_at:
+                self._kill_all()
+        logger.info("All worker processes stopped.")
+        return exit_code
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        self.signals_received += 1
+        name = signal.Signals(signum).name
+        if self.signals_received == 1:
+            logger.info("%s: stopping workers gracefully (grace %ss).", name, self.config.grace)
+        else:
+            logger.warning("%s again: stopping workers now.", name)
+            self.hard_stop_at = time.monotonic() + _KILL_AFTER_SECONDS
+        for slot in self.slots:
+            if slot.process is not None and slot.process.pid is not None:
+                slot.process.terminate()  # SIGTERM; a worker's second SIGTERM skips the grace
+
+    def _start(self, slot: _Slot) -> None:
+        process = self.context.Process(
+            target=worker_main, args=(self.config,), name=f"leasequeue-worker-{slot.index}"
+        )
+        process.start()
+        slot.process, slot.started_at = process, time.monotonic()
+        logger.info("Started worker process %d (pid %d).", slot.index, process.pid)
+
+    def _wait_for_exit(self, timeout: float) -> None:
+        sentinels = [slot.process.sentinel for slot in self.slots if slot.process is not None]
+        if sentinels:
+            wait(sentinels, timeout=timeout)
+        else:
+            time.sleep(timeout)
+
+    def _reap(self, slot: _Slot) -> int:
+        """Handle the slot's process if it exited: restart it unless stopping; its exit status."""
+        now = time.monotonic()
+        if slot.process is None:
+            if slot.restart_at and now >= slot.restart_at and not self.signals_received:
+                slot.restart_at = 0.0
+                self._start(slot)
+            return 0
+        if slot.process.is_alive():
+            return 0
+        code = slot.process.exitcode
+        slot.process.join()
+        slot.process = None
+        if self.signals_received or (self.config.burst and code == 0):
+            return 0 if code in (0, -signal.SIGTERM) else 1
+        ran_for = now - slot.started_at
+        slot.failures = 0 if ran_for > _HEALTHY_RUN_SECONDS else slot.failures + 1
+        delay = _RESTART_DELAYS[min(max(slot.failures - 1, 0), len(_RESTART_DELAYS) - 1)]
+        logger.error(
+            "Worker process %d died (%s) after %.1fs; restarting in %ss.",
+            slot.index,
+            _describe_exit(code),
+            ran_for,
+            delay,
+        )
+        slot.restart_at = now + delay
+        return 0
+
+    def _restarts_pending(self) -> bool:
+        return not self.signals_received and any(slot.restart_at for slot in self.slots)
+
+    def _kill_all(self) -> None:
+        for slot in self.slots:
+            if slot.process is not None and slot.process.is_alive():
+                logger.error("Worker process %d did not stop; killing it.", slot.index)
+                slot.process.kill()
+
+
+def _describe_exit(code: int | None) -> str:
+    if code is not None and code < 0:
+        return f"killed by {signal.Signals(-code).name}"
+    return f"exit status {code}"

@@ -1,0 +1,368 @@
+"""One worker process's event loop: claimer, heartbeat, recover sweep and completion writer."""
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+from django.tasks import Task
+from django.tasks.signals import task_finished, task_started
+from redis.exceptions import RedisError
+
+from django_leasequeue import protocol
+from django_leasequeue.backend import LeaseQueueBackend
+from django_leasequeue.models import JobStatus
+from django_leasequeue.protocol import ClaimedJob
+from django_leasequeue.results import result_from_claim
+from django_leasequeue.runtime import events
+from django_leasequeue.runtime.completions import CompletionBatcher
+from django_leasequeue.runtime.config import WorkerConfig
+from django_leasequeue.runtime.context import JobContext
+from django_leasequeue.runtime.database import Database
+from django_leasequeue.runtime.execution import Outcome, execute, resolve
+from django_leasequeue.runtime.handle import JobHandle, StopReason
+
+logger = logging.getLogger(__name__)
+
+# After Redis fails, the claimer polls PostgreSQL and tries Redis again after this long.
+_REDIS_RETRY_SECONDS = 2.0
+
+
+def new_worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+class Worker:
+    def __init__(self, backend: LeaseQueueBackend, config: WorkerConfig) -> None:
+        self.backend = backend
+        self.options = backend.config
+        self.config = config
+        self.worker_id = new_worker_id()
+        self.queues = None if config.queues is None else list(config.queues)
+        # Redis lists to wait on: the named queues, or every queue the backend declares.
+        self.signal_queues = self.queues or sorted(backend.queues)
+        self.use_signals = backend.signals.enabled and bool(self.signal_queues) and not config.burst
+        self.db = Database(
+            self.options.database,
+            prepared_statements=self.options.prepared_statements,
+            name="work",
+        )
+        # Heartbeats and sweeps get their own connection so claims never delay them.
+        self.beat_db = Database(
+            self.options.database,
+            prepared_statements=self.options.prepared_statements,
+            name="heartbeat",
+        )
+        self.completions = CompletionBatcher(self.db)
+        self.inflight: dict[uuid.UUID, JobHandle] = {}
+        self.runners: set[asyncio.Task] = set()
+        self.threads = ThreadPoolExecutor(config.concurrency, thread_name_prefix="leasequeue-job")
+        self.redis_thread = ThreadPoolExecutor(1, thread_name_prefix="leasequeue-redis")
+        self.stopping = asyncio.Event()
+        self.hard_stop = asyncio.Event()
+        self._slot_freed = asyncio.Event()
+        self._redis_retry_at = 0.0
+        self._redis_down = False
+
+    # Lifecycle
+
+    def request_stop(self) -> None:
+        """First call: stop claiming and let jobs finish within grace. Second: stop now."""
+        if self.stopping.is_set():
+            logger.warning("Second stop signal: releasing in-flight jobs now.")
+            self.hard_stop.set()
+        else:
+            logger.info("Stopping: no new claims, %d job(s) in flight.", len(self.inflight))
+            self.stopping.set()
+            self._slot_freed.set()
+
+    async def run(self) -> None:
+        logger.info(
+            "Worker %s: queues=%s concurrency=%d signals=%s",
+            self.worker_id,
+            ",".join(self.queues) if self.queues else "*",
+            self.config.concurrency,
+            "redis" if self.use_signals else "off (polling)",
+        )
+        await self._sweep_once()
+        services = [
+            asyncio.create_task(self._heartbeat_loop(), name="heartbeat"),
+            asyncio.create_task(self._sweep_loop(), name="sweep"),
+            asyncio.create_task(self.completions.run(), name="completions"),
+        ]
+        try:
+            await self._claim_loop()
+            await self._drain()
+        finally:
+            for service in services:
+                service.cancel()
+            await asyncio.gather(*services, return_exceptions=True)
+            await self.completions.flush()
+            await self.db.close()
+            await self.beat_db.close()
+            self.redis_thread.shutdown(wait=False, cancel_futures=True)
+            self.threads.shutdown(wait=False, cancel_futures=True)
+        logger.info("Worker %s stopped.", self.worker_id)
+
+    async def _drain(self) -> None:
+        """Give in-flight jobs ``grace`` seconds, then release the rest for another worker."""
+        if self.runners:
+            grace = asyncio.create_task(self.hard_stop.wait())
+            await asyncio.wait(
+                [grace, asyncio.gather(*self.runners, return_exceptions=True)],
+                timeout=self.config.grace,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+            grace.cancel()
+        for handle in list(self.inflight.values()):
+            handle.stop(StopReason.SHUTDOWN)
+        await asyncio.gather(*self.runners, return_exceptions=True)
+
+    # Claiming
+
+    async def _claim_loop(self) -> None:
+        last_poll = 0.0
+        while not self.stopping.is_set():
+            free = self.config.concurrency - len(self.inflight)
+            if free <= 0:
+                self._slot_freed.clear()
+                await self._slot_freed.wait()
+                continue
+            claimed: list[ClaimedJob] = []
+            signalled = False
+            if self.use_signals and time.monotonic() >= self._redis_retry_at:
+                ids = await self._pop_signals(free)
+                signalled = ids is not None and len(ids) > 0
+                if ids:
+                    claimed = await self.db.run(self._claim_by_ids(ids))
+            poll_due = time.monotonic() - last_poll >= self.options.poll_seconds
+            if not claimed and (not signalled or poll_due):
+                last_poll = time.monotonic()
+                claimed = await self.db.run(
+                    protocol.claim_batch(
+                        self.queues,
+                        free,
+                        worker_id=self.worker_id,
+                        lease_seconds=self.options.lease_seconds,
+                    )
+                )
+            for job in claimed:
+                self._start(job)
+            if claimed or signalled:
+                continue
+            if self.config.burst:
+                if not self.inflight:
+                    logger.info("Burst: nothing due is left; exiting.")
+                    return
+                self._slot_freed.clear()
+                await self._slot_freed.wait()
+            elif not self.use_signals or self._redis_down:
+                await self._sleep_unless_stopping(self.options.poll_seconds)
+
+    def _claim_by_ids(self, ids: list[uuid.UUID]) -> protocol.Statement[list[ClaimedJob]]:
+        return protocol.claim_by_ids(
+            ids, worker_id=self.worker_id, lease_seconds=self.options.lease_seconds
+        )
+
+    async def _pop_signals(self, count: int) -> list[uuid.UUID] | None:
+        """Ids popped from Redis (garbage dropped); None when Redis is unreachable."""
+        loop = asyncio.get_running_loop()
+        try:
+            raw = await loop.run_in_executor(
+                self.redis_thread,
+                self.backend.signals.pop,
+                self.signal_queues,
+                count,
+                self.options.poll_seconds,
+            )
+        except RedisError as exc:
+            if not self._redis_down:
+                logger.warning("Redis unreachable (%s): polling PostgreSQL instead.", exc)
+            self._redis_down = True
+            self._redis_retry_at = time.monotonic() + _REDIS_RETRY_SECONDS
+            return None
+        if self._redis_down:
+            logger.warning("Redis is back: waiting on signals again.")
+            self._redis_down = False
+        ids = []
+        for item in raw:
+            try:
+                ids.append(uuid.UUID(item.decode()))
+            except (ValueError, UnicodeDecodeError):
+                logger.warning("Dropped a signal that is not a job id: %r", item[:100])
+        return ids
+
+    async def _sleep_unless_stopping(self, seconds: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.stopping.wait(), seconds)
+
+    # Running
+
+    def _start(self, job: ClaimedJob) -> None:
+        handle = JobHandle(
+            job,
+            db=self.db,
+            progress_interval=self.options.progress_interval_seconds,
+            publish=events.publish,
+        )
+        self.inflight[job.id] = handle
+        runner = asyncio.create_task(self._run(handle), name=f"job-{job.id}")
+        self.runners.add(runner)
+        runner.add_done_callback(self.runners.discard)
+
+    async def _run(self, handle: JobHandle) -> None:
+        job = handle.job
+        try:
+            task = resolve(job)
+            if isinstance(task, Outcome):
+                await self._record(handle, None, task)
+                return
+            await events.publish(job.id, {"kind": "status", "status": JobStatus.RUNNING})
+            await task_started.asend(
+                type(self.backend), task_result=result_from_claim(job, task, self.backend.alias)
+            )
+            context = JobContext(
+                task_result=result_from_claim(job, task, self.backend.alias),
+                handle=handle,
+                database=self.options.database,
+            )
+            handle.task = asyncio.create_task(execute(task, job, context, self.threads))
+            try:
+                outcome = await handle.task
+            except asyncio.CancelledError:
+                if handle.task.cancelled() and handle.stop_reason is not None:
+                    await self._after_stop(handle, task)
+                    return
+                raise
+            await handle.flush_progress()
+            await self._record(handle, task, outcome)
+        except Exception:
+            logger.exception("Job %s: the worker could not record its outcome.", job.id)
+        finally:
+            handle.cancel_timers()
+            del self.inflight[job.id]
+            self._slot_freed.set()
+
+    async def _after_stop(self, handle: JobHandle, task: Task) -> None:
+        job = handle.job
+        if handle.completed_in_fence:
+            await self._finished(handle, task, JobStatus.SUCCEEDED)
+        elif handle.stop_reason == StopReason.LEASE_LOST:
+            logger.warning("Job %s: lease lost; its outcome is discarded.", job.id)
+        elif handle.stop_reason == StopReason.CANCEL_REQUESTED:
+            if await self.db.run(protocol.finish_cancelled(handle.lease)):
+                await self._finished(handle, task, JobStatus.CANCELLED)
+        elif await self.db.run(protocol.release(handle.lease)):
+            logger.info("Job %s: released for another worker (shutdown).", job.id)
+            await events.publish(job.id, {"kind": "status", "status": JobStatus.RETRYING})
+
+    async def _record(self, handle: JobHandle, task: Task | None, outcome: Outcome) -> None:
+        job = handle.job
+        if handle.completed_in_fence:
+            applied, status = True, JobStatus.SUCCEEDED
+        elif outcome.succeeded:
+            applied = await self.completions.complete(handle.lease, outcome.result_json)
+            status = JobStatus.SUCCEEDED
+        else:
+            failed = await self.db.run(
+                protocol.fail(
+                    handle.lease,
+                    retryable=outcome.retryable,
+                    backoff_cap_seconds=self.options.backoff_cap_seconds,
+                    **outcome.error,
+                )
+            )
+            applied = failed is not None
+            status = JobStatus(failed.status) if failed else JobStatus.FAILED
+            if failed:
+                logger.log(
+                    logging.WARNING if status == JobStatus.RETRYING else logging.ERROR,
+                    "Job %s (%s) attempt %d failed: %s%s",
+                    job.id,
+                    job.task_path,
+                    job.attempt,
+                    outcome.error["message"],
+                    f"; retry at {failed.run_after:%H:%M:%S}" if status == "retrying" else "",
+                )
+        if not applied:
+            logger.warning("Job %s: lease lost before its outcome was written; discarded.", job.id)
+            return
+        if task is not None:
+            await self._finished(handle, task, status, outcome)
+        else:
+            await events.publish(job.id, {"kind": "status", "status": status})
+
+    async def _finished(
+        self, handle: JobHandle, task: Task, status: JobStatus, outcome: Outcome | None = None
+    ) -> None:
+        await events.publish(handle.job.id, {"kind": "status", "status": status})
+        if status == JobStatus.RETRYING:
+            return
+        errors = [outcome.error] if outcome and outcome.error else []
+        result = result_from_claim(
+            handle.job,
+            task,
+            self.backend.alias,
+            status=status.django_status,
+            errors=errors,
+            return_value=outcome.return_value if outcome else None,
+        )
+        await task_finished.asend(type(self.backend), task_result=result)
+
+    # Maintenance
+
+    async def _heartbeat_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.options.heartbeat_seconds)
+            handles = list(self.inflight.values())
+            if not handles:
+                continue
+            reply = await self.beat_db.run(
+                protocol.heartbeat(
+                    [handle.lease for handle in handles], lease_seconds=self.options.lease_seconds
+                )
+            )
+            for handle in handles:
+                if handle.job.id not in reply.held:
+                    handle.stop(StopReason.LEASE_LOST)
+                elif handle.job.id in reply.cancel_requested:
+                    handle.stop(StopReason.CANCEL_REQUESTED)
+
+    async def _sweep_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.options.sweep_seconds)
+            try:
+                await self._sweep_once()
+            except Exception:
+                logger.exception("Recover sweep failed; trying again next interval.")
+
+    async def _sweep_once(self) -> None:
+        """Recover expired leases (in bounded batches) and re-signal forgotten due jobs."""
+        while True:
+            swept = await self.beat_db.run(
+                protocol.recover_expired(
+                    limit=self.options.sweep_batch,
+                    backoff_cap_seconds=self.options.backoff_cap_seconds,
+                )
+            )
+            for job in swept:
+                logger.warning("Job %s: lease expired, now %s.", job.id, job.status)
+                await events.publish(job.id, {"kind": "status", "status": job.status})
+            if len(swept) < self.options.sweep_batch:
+                break
+        if self.use_signals and not self._redis_down:
+            stale = await self.beat_db.run(
+                protocol.stale_due_jobs(
+                    older_than_seconds=self.options.resignal_after_seconds,
+                    limit=self.options.sweep_batch,
+                )
+            )
+            if stale:
+                pairs = [(row["queue_name"], str(row["id"])) for row in stale]
+                await asyncio.get_running_loop().run_in_executor(
+                    None, self.backend.signals.push_where_idle, pairs
+                )

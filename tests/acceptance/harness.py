@@ -1,0 +1,109 @@
+"""Real ``runworkers`` processes for the acceptance tests, pointed at the test database."""
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Short leases so that crash recovery happens within seconds.
+FAST_OPTIONS = {
+    "lease_seconds": 1.5,
+    "heartbeat_seconds": 0.3,
+    "sweep_seconds": 0.3,
+    "poll_seconds": 0.3,
+    "resignal_after_seconds": 1.0,
+}
+
+
+def test_database_url() -> str:
+    settings = connection.settings_dict
+    auth = settings["USER"] + (f":{settings['PASSWORD']}" if settings["PASSWORD"] else "")
+    return f"postgres://{auth}@{settings['HOST']}:{settings['PORT']}/{settings['NAME']}"
+
+
+class Workers:
+    """``manage.py runworkers`` in its own process group, logging to a file."""
+
+    def __init__(
+        self, *args: str, options: dict | None = None, redis_url: str | None = None, log_path: Path
+    ) -> None:
+        env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "tests.settings",
+            "DATABASE_URL": test_database_url(),
+            "LEASEQUEUE_OPTIONS": json.dumps({**FAST_OPTIONS, **(options or {})}),
+            "PYTHONPATH": str(ROOT),
+        }
+        if redis_url:
+            env["REDIS_URL"] = redis_url
+        self.log_path = log_path
+        self._log = open(log_path, "ab")  # noqa: SIM115 (closed in stop)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "django", "runworkers", "-v", "1", *args],
+            cwd=ROOT,
+            env=env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def children(self) -> list[int]:
+        """Pids of the worker processes the supervisor runs now (the spawn helper excluded)."""
+        path = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children")
+        try:
+            pids = [int(pid) for pid in path.read_text().split()]
+        except FileNotFoundError:
+            return []
+        return [pid for pid in pids if b"spawn_main" in _cmdline(pid)]
+
+    def wait_for_children(self, count: int, timeout: float = 20) -> list[int]:
+        wait_until(lambda: len(self.children()) >= count, timeout, f"{count} worker processes")
+        return self.children()
+
+    def signal(self, signum: int) -> None:
+        self.process.send_signal(signum)
+
+    def kill_all(self) -> None:
+        """SIGKILL the supervisor and every worker: a machine losing power."""
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+
+    def stop(self, timeout: float = 30) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)  # stragglers of a killed supervisor
+        self._log.close()
+        return self.process.returncode
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except FileNotFoundError:
+        return b""
+
+
+def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"Timed out after {timeout}s waiting for {what}.")
+        time.sleep(0.05)

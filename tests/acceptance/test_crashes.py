@@ -1,0 +1,194 @@
+"""Crash tests: real runworkers processes, real PostgreSQL and Redis, SIGKILL/SIGSTOP/SIGTERM.
+
+Every crash-test job records each execution (``Execution``) before it works, and writes its
+receipt and completion in one fenced transaction (``Receipt``), so the tests count lost jobs,
+re-runs and double commits.
+"""
+
+import os
+import random
+import signal
+import time
+from collections import Counter
+
+import pytest
+import redis
+from django.db import connection
+from django.test import override_settings
+
+from django_leasequeue.models import Job
+from tests.acceptance.harness import wait_until
+from tests.models import Execution, Receipt
+from tests.servers import RedisServer
+from tests.tasks import async_sleep, kill_my_process, recorded_work
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.crash]
+
+
+def enqueue_work(count: int, low_ms: int = 50, high_ms: int = 300) -> list[str]:
+    backend = recorded_work.get_backend()
+    calls = [(recorded_work, (n, random.randint(low_ms, high_ms)), {}) for n in range(count)]
+    return [result.id for result in backend.enqueue_many(calls)]
+
+
+def unfinished() -> int:
+    return Job.objects.exclude(status__in=["succeeded", "failed", "cancelled"]).count()
+
+
+def assert_every_job_committed_exactly_once(ids: list[str]) -> dict[str, int]:
+    statuses = Counter(Job.objects.filter(pk__in=ids).values_list("status", flat=True))
+    assert statuses == {"succeeded": len(ids)}, statuses
+    receipts = Counter(str(job_id) for job_id in Receipt.objects.values_list("job_id", flat=True))
+    assert set(receipts) == set(ids)
+    assert set(receipts.values()) == {1}, "a job committed its business write twice"
+    results = dict(Job.objects.filter(pk__in=ids).values_list("id", "result"))
+    assert sorted(results.values()) == list(range(len(ids)))
+    executions = Execution.objects.filter(job_id__in=ids).count()
+    return {"jobs": len(ids), "executions": executions, "re-runs": executions - len(ids)}
+
+
+def test_kill_9_one_worker_process_repeatedly(start_workers):
+    ids = enqueue_work(240)
+    workers = start_workers("--processes", "2", "--concurrency", "10")
+    workers.wait_for_children(2)
+    kills = 0
+    deadline = time.monotonic() + 50
+    while unfinished() and time.monotonic() < deadline:
+        time.sleep(0.7)
+        children = workers.children()
+        if children and kills < 6:
+            victim = random.choice(children)
+            try:
+                os.kill(victim, signal.SIGKILL)
+                kills += 1
+            except ProcessLookupError:
+                pass
+    wait_until(lambda: unfinished() == 0, 30, "every job to finish")
+    counts = assert_every_job_committed_exactly_once(ids)
+    assert kills >= 3
+    assert "killed by SIGKILL" in workers.log()
+    print(f"kill -9 x{kills}: {counts}")
+
+
+def test_kill_9_the_whole_command_then_start_again(start_workers):
+    ids = enqueue_work(200)
+    first = start_workers("--processes", "2", "--concurrency", "10")
+    wait_until(lambda: Receipt.objects.count() >= 30, 30, "some jobs to finish")
+    first.kill_all()
+    assert unfinished() > 0
+    start_workers("--processes", "2", "--concurrency", "10")
+    wait_until(lambda: unfinished() == 0, 40, "every job to finish after the restart")
+    print(f"whole command killed: {assert_every_job_committed_exactly_once(ids)}")
+
+
+def test_redis_flushall_and_restart_mid_run(start_workers):
+    with RedisServer() as server:
+        caches = {
+            "default": {
+                "BACKEND": "django_redis.cache.RedisCache",
+                "LOCATION": server.url,
+                "OPTIONS": {"SOCKET_CONNECT_TIMEOUT": 0.5, "SOCKET_TIMEOUT": 2},
+            }
+        }
+        with override_settings(CACHES=caches):
+            ids = enqueue_work(60)
+            start_workers("--processes", "2", "--concurrency", "10", redis_url=server.url)
+            ids += enqueue_work(60)
+            redis.Redis(port=server.port).flushall()
+            ids += enqueue_work(60)
+            server.stop()
+            ids += enqueue_work(60)  # enqueue while Redis is down: must not fail
+            time.sleep(1.0)
+            ids += enqueue_work(60)
+            server.start()
+            time.sleep(6)  # the backend's pause after a failed push is over
+            ids += enqueue_work(60)
+            wait_until(lambda: unfinished() == 0, 40, "every job to finish")
+    counts = Counter(Job.objects.values_list("status", flat=True))
+    assert counts == {"succeeded": 360}
+    assert set(Counter(Receipt.objects.values_list("job_id", flat=True)).values()) == {1}
+
+
+def test_postgres_connections_terminated_mid_run(start_workers):
+    ids = enqueue_work(200)
+    workers = start_workers("--processes", "2", "--concurrency", "10")
+    terminated = 0
+    for _ in range(3):
+        wait_until(lambda: Receipt.objects.count() > 0, 30, "progress")
+        time.sleep(0.5)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+            terminated += cursor.fetchone()[0]
+    wait_until(lambda: unfinished() == 0, 40, "every job to finish")
+    counts = assert_every_job_committed_exactly_once(ids)
+    assert terminated >= 3
+    assert "reconnecting" in workers.log()
+    print(f"{terminated} backends terminated: {counts}")
+
+
+def test_stopped_worker_cannot_overwrite_the_job_it_lost(start_workers):
+    job_id = recorded_work.enqueue(7, 2500).id
+    stale = start_workers("--concurrency", "1")
+    [stale_pid] = stale.wait_for_children(1)
+    wait_until(lambda: Execution.objects.filter(job_id=job_id).exists(), 20, "the first run")
+
+    os.kill(stale_pid, signal.SIGSTOP)
+    try:
+        rescuer = start_workers("--concurrency", "1")
+        [rescuer_pid] = rescuer.wait_for_children(1)
+        wait_until(lambda: Job.objects.get(pk=job_id).status == "succeeded", 30, "takeover")
+    finally:
+        os.kill(stale_pid, signal.SIGCONT)
+    time.sleep(4)  # the stale worker wakes up, finishes its sleep, tries to commit
+    job = Job.objects.get(pk=job_id)
+    assert job.status == "succeeded" and job.result == 7
+    assert list(Receipt.objects.values_list("written_by", flat=True)) == [str(rescuer_pid)]
+    assert list(Execution.objects.order_by("id").values_list("pid", flat=True)) == [
+        stale_pid,
+        rescuer_pid,
+    ]
+    assert "lease lost" in stale.log().lower() or "no longer held" in stale.log()
+
+
+def test_sigterm_lets_short_jobs_finish_within_grace(start_workers):
+    ids = [async_sleep.enqueue(1.0).id for _ in range(5)]
+    workers = start_workers("--concurrency", "10", "--grace", "10")
+    wait_until(lambda: Job.objects.filter(status="running").count() == 5, 20, "jobs running")
+    workers.signal(signal.SIGTERM)
+    assert workers.process.wait(20) == 0
+    jobs = Job.objects.filter(pk__in=ids)
+    assert {(job.status, job.attempt, len(job.worker_ids)) for job in jobs} == {("succeeded", 1, 1)}
+
+
+def test_sigterm_releases_long_jobs_for_another_worker_at_once(start_workers):
+    ids = [async_sleep.enqueue(3.0).id for _ in range(4)]
+    leaving = start_workers("--concurrency", "10", "--grace", "0.5", options={"lease_seconds": 60})
+    wait_until(lambda: Job.objects.filter(status="running").count() == 4, 20, "jobs running")
+    start_workers("--concurrency", "10", options={"lease_seconds": 60})
+    time.sleep(0.5)
+    released_at = time.monotonic()
+    leaving.signal(signal.SIGTERM)
+    assert leaving.process.wait(10) == 0
+    wait_until(lambda: unfinished() == 0, 20, "the released jobs to finish elsewhere")
+    took = time.monotonic() - released_at
+    assert took < 15, f"took {took:.1f}s: the 60s lease must not have been waited for"
+    for job in Job.objects.filter(pk__in=ids):
+        assert job.status == "succeeded" and job.attempt == 1 and job.errors == []
+        assert len(set(job.worker_ids)) == 2
+
+
+def test_poison_pill_ends_failed_and_the_supervisor_keeps_going(start_workers):
+    pill = kill_my_process.enqueue().id  # max_attempts=3
+    workers = start_workers("--concurrency", "2")
+    wait_until(lambda: Job.objects.get(pk=pill).status == "failed", 45, "the pill to fail")
+    job = Job.objects.get(pk=pill)
+    assert [e["exception_class_path"] for e in job.errors] == [
+        "django_leasequeue.exceptions.LeaseExpired"
+    ] * 3
+    assert workers.process.poll() is None
+    assert workers.log().count("died (exit status 3)") == 3
+    healthy = recorded_work.enqueue(1, 10).id
+    wait_until(lambda: Job.objects.get(pk=healthy).status == "succeeded", 20, "a normal job")
