@@ -188,16 +188,16 @@ class JobAdmin(admin.ModelAdmin):
         "timeout_seconds",
         "backoff_seconds",
         "worker_id",
-        "worker_ids",
+        "worker_history",
         "lease_version",
         "heartbeat",
         "lease",
         "progress_display",
-        "enqueued_at",
-        "run_after",
-        "started_at",
-        "last_attempted_at",
-        "finished_at",
+        "when_enqueued",
+        "when_due",
+        "when_started",
+        "when_last_attempted",
+        "when_finished",
         "run_time",
         "args_json",
         "kwargs_json",
@@ -224,7 +224,7 @@ class JobAdmin(admin.ModelAdmin):
                 "fields": [
                     ("attempts", "timeout_seconds", "backoff_seconds"),
                     ("worker_id", "lease_version"),
-                    "worker_ids",
+                    "worker_history",
                     ("heartbeat", "lease"),
                     "progress_display",
                 ]
@@ -234,9 +234,9 @@ class JobAdmin(admin.ModelAdmin):
             _("Timings"),
             {
                 "fields": [
-                    ("enqueued_at", "run_after"),
-                    ("started_at", "last_attempted_at"),
-                    ("finished_at", "run_time"),
+                    ("when_enqueued", "when_due"),
+                    ("when_started", "when_last_attempted"),
+                    ("when_finished", "run_time"),
                 ]
             },
         ),
@@ -418,6 +418,30 @@ class JobAdmin(admin.ModelAdmin):
     @admin.display(description=_("errors of every attempt"))
     def error_history(self, job: Job) -> SafeString | str:
         return show.error_list(job.errors)
+
+    @admin.display(description=_("enqueued"))
+    def when_enqueued(self, job: Job) -> str:
+        return show.moment(job.enqueued_at, timezone.now())
+
+    @admin.display(description=_("due"))
+    def when_due(self, job: Job) -> str:
+        return show.moment(job.run_after, timezone.now())
+
+    @admin.display(description=_("first started"))
+    def when_started(self, job: Job) -> str:
+        return show.moment(job.started_at, timezone.now())
+
+    @admin.display(description=_("last attempt started"))
+    def when_last_attempted(self, job: Job) -> str:
+        return show.moment(job.last_attempted_at, timezone.now())
+
+    @admin.display(description=_("finished"))
+    def when_finished(self, job: Job) -> str:
+        return show.moment(job.finished_at, timezone.now())
+
+    @admin.display(description=_("workers of every attempt"))
+    def worker_history(self, job: Job) -> str:
+        return ", ".join(job.worker_ids) or show.EMPTY
 
     # Actions on one job (buttons on the detail page)
 

@@ -62,6 +62,16 @@ def timestamp(moment: datetime | None, now: datetime) -> SafeString | str:
     )
 
 
+def moment(value: datetime | None, now: datetime) -> str:
+    """Full local time to the second, and how far from now: "2026-11-29 10:44:11 (3 s ago)"."""
+    if value is None:
+        return EMPTY
+    when = date_format(timezone.localtime(value), "Y-m-d H:i:s T")
+    if value <= now:
+        return _("%(when)s (%(ago)s ago)") % {"when": when, "ago": duration(now - value)}
+    return _("%(when)s (in %(in)s)") % {"when": when, "in": duration(value - now)}
+
+
 def status_badge(status: str, cancel_requested: bool = False) -> SafeString:
     label = JobStatus(status).label
     badge = format_html(
@@ -156,7 +166,7 @@ def error_list(errors: list[dict[str, Any]]) -> SafeString | str:
             )
         )
     return format_html(
-        '<ol class="lq-errors" reversed>{}</ol>',
+        '<ul class="lq-errors">{}</ul>',
         format_html_join(
             "",
             "<li><details{}><summary>Attempt {} — <code>{}</code>: {}"
