@@ -4,13 +4,19 @@ import json
 from functools import cached_property
 
 from django.core.paginator import Paginator
+from django.db import OperationalError, transaction
 
-# Below this many estimated rows an exact count is cheap enough, and exact numbers are nicer.
+from django_leasequeue import protocol
+
+# Below this many estimated rows an exact count is usually cheap, and exact numbers are nicer.
 EXACT_COUNT_BELOW = 10_000
+# ... but a filter no index serves (a rare queue, a search) would count by a sequential scan:
+# such a count is cancelled after this long and the estimate shown instead.
+COUNT_TIME_LIMIT_MS = 50
 
 
 class EstimatedCountPaginator(Paginator):
-    """Counts exactly when the planner expects few rows, otherwise uses its estimate.
+    """Counts exactly when that is cheap, otherwise uses the planner's estimate.
 
     The estimate is the planner's row count for the list query (``EXPLAIN``, no execution):
     for the unfiltered list that is the table's ``pg_class.reltuples``, for a filter the
@@ -24,6 +30,14 @@ class EstimatedCountPaginator(Paginator):
         plan = json.loads(self.object_list.explain(format="json"))
         estimate = int(plan[0]["Plan"]["Plan Rows"])
         if estimate < EXACT_COUNT_BELOW:
-            return super().count
+            using = self.object_list.db
+            try:
+                with transaction.atomic(using=using):
+                    protocol.execute(
+                        protocol.limit_statement_time(milliseconds=COUNT_TIME_LIMIT_MS), using
+                    )
+                    return super().count
+            except OperationalError:  # cancelled: counting would have been a long scan
+                pass
         self.estimated = True
         return estimate

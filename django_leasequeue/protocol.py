@@ -331,6 +331,11 @@ def task_paths(*, limit: int) -> Statement[list[str]]:
     return _statement("task_paths", _column, limit=limit)
 
 
+def limit_statement_time(*, milliseconds: int) -> Statement[list[Row]]:
+    """Only inside a transaction: the limit ends with it (``SET LOCAL``)."""
+    return _statement("limit_statement_time", _rows, milliseconds=milliseconds)
+
+
 def _swept(rows: list[Row]) -> list[SweptJob]:
     return [SweptJob(**row) for row in rows]
 

@@ -283,3 +283,7 @@ WITH RECURSIVE paths AS (
     WHERE paths.task_path IS NOT NULL
 )
 SELECT task_path FROM paths WHERE task_path IS NOT NULL LIMIT %(limit)s::integer;
+
+-- name: limit_statement_time
+-- Cancel any statement of the current transaction that runs longer than the given milliseconds.
+SELECT set_config('statement_timeout', %(milliseconds)s::text, true);
