@@ -10,6 +10,7 @@ from uuid import UUID
 
 from django.contrib import admin, messages
 from django.contrib.admin import ActionLocation, helpers
+from django.contrib.admin.models import CHANGE, LogEntry
 from django.core.exceptions import PermissionDenied
 from django.db import router
 from django.db.models import Count, Q, QuerySet
@@ -125,7 +126,7 @@ def _bulk_action(action: JobAction) -> Callable:
         ids = ids[:MAX_ACTION_JOBS]
         if action.confirm and request.POST.get("post") != "yes":
             return model_admin.confirmation_page(request, action, ids, bulk=True, capped=capped)
-        model_admin.report(request, action.run(ids))
+        model_admin.report(request, action, action.run(ids))
         if capped:
             model_admin.message_user(
                 request,
@@ -290,7 +291,7 @@ class JobAdmin(admin.ModelAdmin):
 
     def delete_model(self, request: HttpRequest, obj: Job) -> None:
         """Through the protocol: a job a worker claimed since the page was shown is skipped."""
-        self.report(request, operations.delete([obj.pk]))
+        self.report(request, ACTIONS["delete"], operations.delete([obj.pk]))
 
     def response_delete(self, request: HttpRequest, obj_display: str, obj_id: Any) -> Any:
         # delete_model already reported what happened; the default message would claim success.
@@ -480,7 +481,7 @@ class JobAdmin(admin.ModelAdmin):
         if not action.allowed(self, request, job):
             raise PermissionDenied
         if request.method == "POST":
-            self.report(request, action.run([job.pk]))
+            self.report(request, action, action.run([job.pk]))
             return HttpResponseRedirect(
                 reverse(f"{self.admin_site.name}:leasequeue_job_change", args=[job.pk])
             )
@@ -521,12 +522,21 @@ class JobAdmin(admin.ModelAdmin):
             "select_across": request.POST.get("select_across") == "1",
             # Django acts only when some box is ticked, even for "select all" (select_across).
             "selected_ids": request.POST.getlist(helpers.ACTION_CHECKBOX_NAME) if bulk else [],
-            "action_index": request.POST.get("index", "0"),
             "media": self.media,
         }
         return TemplateResponse(request, "admin/leasequeue/job/action_confirmation.html", context)
 
-    def report(self, request: HttpRequest, report: operations.ActionReport) -> None:
+    def report(
+        self, request: HttpRequest, action: JobAction, report: operations.ActionReport
+    ) -> None:
+        """Tell the operator what happened, and record it in each changed job's history."""
+        if report.changed_ids and action.name != "delete":
+            LogEntry.objects.log_actions(
+                user_id=request.user.pk,
+                queryset=Job.objects.filter(pk__in=report.changed_ids).only("task_path", "status"),
+                action_flag=CHANGE,
+                change_message=str(action.label),
+            )
         if report.changed_count and not report.skipped_count:
             level = messages.SUCCESS
         else:

@@ -132,7 +132,7 @@ def progress_bar(progress: dict[str, Any] | None) -> SafeString | str:
 def run_time(
     status: str, started_at: datetime | None, finished_at: datetime | None, now: datetime
 ) -> str:
-    """From first start to finish (all attempts), or so far while unfinished."""
+    """From the first start to the finish (every attempt of this run), or so far."""
     if started_at is None:
         return EMPTY
     if finished_at is not None:

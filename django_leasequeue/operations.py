@@ -13,7 +13,7 @@ from functools import partial
 from itertools import batched
 from uuid import UUID
 
-from django.db import router, transaction
+from django.db import IntegrityError, router, transaction
 from django.tasks import task_backends
 from django.tasks.exceptions import InvalidTaskBackend
 from django.utils.translation import gettext as _
@@ -32,6 +32,7 @@ class ActionReport:
 
     changed: Counter[str] = field(default_factory=Counter)
     skipped: Counter[str] = field(default_factory=Counter)
+    changed_ids: set[UUID] = field(default_factory=set)
 
     @property
     def changed_count(self) -> int:
@@ -133,6 +134,7 @@ def _run(
     with transaction.atomic(using=using):
         for batch in batched(unique_ids, BATCH_SIZE):
             changed = apply(list(batch), using, report)
+            report.changed_ids |= changed
             _explain_skipped(report, (i for i in batch if i not in changed), reasons, using)
     return report
 
@@ -141,12 +143,33 @@ def retry(ids: Iterable[UUID | str]) -> ActionReport:
     """Failed/cancelled jobs → queued now, attempts reset, error history kept; workers signalled."""
 
     def apply(batch: list[UUID], using: str, report: ActionReport) -> set[UUID]:
-        rows = protocol.execute(protocol.retry(batch), using)
+        rows = _retry_rows(batch, using)
         report.changed[_("retried")] += len(rows)
         _signal_on_commit(rows, using)
         return {row["id"] for row in rows}
 
     return _run(ids, apply, _RETRY_SKIPS)
+
+
+def _retry_rows(batch: list[UUID], using: str) -> list[protocol.Row]:
+    """The retry statement, surviving an enqueue that takes a unique key at the same moment.
+
+    The statement skips jobs whose key a committed unfinished job holds; a holder committed
+    while it ran makes the unique index refuse the whole batch. Then each job is retried on its
+    own, and those whose key is taken are left (reported as skipped).
+    """
+    try:
+        with transaction.atomic(using=using):
+            return protocol.execute(protocol.retry(batch), using)
+    except IntegrityError:
+        rows: list[protocol.Row] = []
+        for job_id in batch:
+            try:
+                with transaction.atomic(using=using):
+                    rows += protocol.execute(protocol.retry([job_id]), using)
+            except IntegrityError:
+                continue
+        return rows
 
 
 def cancel(ids: Iterable[UUID | str]) -> ActionReport:

@@ -213,7 +213,7 @@ WITH candidates AS (
 )
 UPDATE leasequeue_job AS job
 SET status = 'queued', run_after = now(), attempt = 0, cancel_requested = false,
-    finished_at = NULL, result = NULL, progress = NULL, worker_id = NULL,
+    started_at = NULL, finished_at = NULL, result = NULL, progress = NULL, worker_id = NULL,
     lease_expires_at = NULL, heartbeat_at = NULL
 FROM picked
 WHERE job.id = picked.id

@@ -4,17 +4,22 @@ Real PostgreSQL and Redis; actions race real protocol statements in other thread
 """
 
 import re
+import threading
 import time
 from uuid import UUID
 
 import pytest
+from django.contrib.admin.models import LogEntry
 from django.contrib.auth.models import Permission
-from django.db import connection
+from django.db import connection, transaction
+from django.db.models import BooleanField
+from django.db.models.expressions import RawSQL
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from django_leasequeue import protocol
+from django_leasequeue.admin_paginator import COUNT_TIME_LIMIT_MS, EstimatedCountPaginator
 from django_leasequeue.models import Job
 from tests.helpers import claim_one, run_in_threads, snapshot
 from tests.tasks import add, quick_retry, report
@@ -181,12 +186,9 @@ def test_retry_requeues_failed_jobs_keeps_errors_and_signals_workers(
 
     assert messages == ["1 job retried; 2 skipped: already succeeded (1), still running (1)"]
     job = snapshot(failed)
-    assert (job["status"], job["attempt"], job["finished_at"], job["worker_id"]) == (
-        "queued",
-        0,
-        None,
-        None,
-    )
+    assert (job["status"], job["attempt"], job["worker_id"]) == ("queued", 0, None)
+    assert (job["started_at"], job["finished_at"], job["result"]) == (None, None, None)
+    assert job["worker_ids"] == ["w-fail"]  # who ran it before stays known
     assert [error["message"] for error in job["errors"]] == ["boom"]
     assert redis_client.lrange(backend.signals.key("default"), 0, -1) == [str(failed).encode()]
     assert snapshot(running)["status"] == "running" and snapshot(done)["status"] == "succeeded"
@@ -525,3 +527,66 @@ def test_cancel_racing_the_worker_completing_ends_in_one_terminal_state(
             ["no job changed; 1 skipped: already succeeded"],
         )
         assert job["cancel_requested"] is (messages == ["1 job asked to cancel"])
+
+
+def test_retry_racing_an_enqueue_of_the_same_unique_key_skips_instead_of_erroring(
+    admin_client, django_user_model
+):
+    first = claim_one(report.enqueue(9).id, "w")
+    protocol.execute(protocol.cancel([first.id]))
+    protocol.execute(protocol.finish_cancelled(first.lease))
+    other = failed_job(1)
+    inserted, committed = threading.Event(), threading.Event()
+    client = _admin_in_thread(django_user_model)
+
+    def act(i: int):
+        if i == 0:  # a caller enqueues the same key; its transaction commits a moment later
+            with transaction.atomic():
+                holder = report.enqueue(9).id
+                inserted.set()
+                time.sleep(0.3)  # the retry statement now waits on this row's unique key
+            committed.set()
+            return holder
+        inserted.wait(5)
+        return run_action(client, "retry_jobs", [first.id, other])
+
+    holder, messages = run_in_threads(2, act)
+
+    assert committed.is_set()
+    assert messages == ["1 job retried; 1 skipped: an unfinished job holds its unique key"]
+    assert snapshot(first.id)["status"] == "cancelled"
+    assert snapshot(holder)["status"] == "queued" and snapshot(other)["status"] == "queued"
+
+
+def test_a_slow_exact_count_is_cancelled_and_estimated(admin_client):
+    for i in range(60):
+        add.enqueue(i, i)
+    # Each row costs 2 ms to test: counting them all would take over 100 ms.
+    slow = Job.objects.alias(
+        slow=RawSQL("pg_sleep(0.002) IS NOT NULL", [], output_field=BooleanField())
+    ).filter(slow=True)
+
+    started = time.monotonic()
+    paginator = EstimatedCountPaginator(slow.order_by("-id"), 50)
+    count = paginator.count
+
+    assert paginator.estimated and count >= 1
+    assert time.monotonic() - started < 0.1 + COUNT_TIME_LIMIT_MS / 1000
+    exact = EstimatedCountPaginator(Job.objects.order_by("-id"), 50)
+    assert (exact.count, exact.estimated) == (60, False)
+
+
+def test_actions_are_recorded_in_each_jobs_history(admin_client):
+    failed = failed_job(1)
+    running = claim_one(add.enqueue(1, 1).id, "w").id
+
+    run_action(admin_client, "retry_jobs", [failed, running])
+    admin_client.post(action_url(running, "release"))
+
+    entries = LogEntry.objects.order_by("id")
+    assert [(entry.object_id, entry.change_message) for entry in entries] == [
+        (str(failed), "Retry"),
+        (str(running), "Release lease"),
+    ]
+    history = admin_client.get(reverse("admin:leasequeue_job_history", args=[running]))
+    assert "Release lease" in history.content.decode()
