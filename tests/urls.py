@@ -1,4 +1,10 @@
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
 
-urlpatterns = [path("admin/", admin.site.urls)]
+from tests.views import progress_page
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("leasequeue/", include("django_leasequeue.urls")),
+    path("progress/<uuid:job_id>/", progress_page),
+]

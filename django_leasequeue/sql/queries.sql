@@ -20,6 +20,15 @@ ON CONFLICT (unique_key) WHERE status IN ('queued', 'retrying', 'running') AND u
 DO NOTHING
 RETURNING id, enqueued_at, run_after;
 
+-- name: database_now
+-- The database's clock (transaction time), stamped on rows written with COPY.
+SELECT now() AS now;
+
+-- name: copy_jobs
+-- Bulk insert of jobs without unique keys (COPY; columns in the order copy_new_jobs writes them).
+COPY leasequeue_job (id, task_path, queue_name, priority, backend, args, kwargs, run_after,
+                     enqueued_at, max_attempts, timeout_seconds, backoff_seconds) FROM STDIN;
+
 -- name: claim_by_ids
 -- Signal path: compare-and-swap claim of the signalled jobs that are still claimable and due.
 UPDATE leasequeue_job

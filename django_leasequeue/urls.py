@@ -1,0 +1,11 @@
+"""HTTP routes of the app, e.g. ``path("leasequeue/", include("django_leasequeue.urls"))``."""
+
+from django.urls import path
+
+from django_leasequeue import views
+
+app_name = "leasequeue"
+
+urlpatterns = [
+    path("jobs/<uuid:job_id>/status/", views.job_status, name="job-status"),
+]

@@ -1,0 +1,64 @@
+"""A real ASGI server (daphne) serving the test project, pointed at the test database."""
+
+import os
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+from tests.acceptance.harness import ROOT, test_database_url, wait_until
+from tests.servers import free_port
+
+
+class Daphne:
+    def __init__(self, log_path: Path, port: int | None = None) -> None:
+        self.port = port or free_port()
+        self.log_path = log_path
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> "Daphne":
+        env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "tests.settings",
+            "DATABASE_URL": test_database_url(),
+            "PYTHONPATH": str(ROOT),
+        }
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "daphne",
+                    "-b",
+                    "127.0.0.1",
+                    "-p",
+                    str(self.port),
+                    "tests.asgi:application",
+                ],
+                cwd=ROOT,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        wait_until(self._serving, 20, f"daphne on port {self.port}")
+        return self
+
+    def _serving(self) -> bool:
+        assert self.process is not None and self.process.poll() is None, self.log()
+        try:
+            with urllib.request.urlopen(f"{self.url}/static/leasequeue/progress.js", timeout=1):
+                return True
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""

@@ -1,0 +1,151 @@
+"""End to end in headless Chromium: a page with ``{% leasequeue_progress %}`` served by daphne,
+jobs run by real ``runworkers`` processes, events carried by channels-redis."""
+
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, sync_playwright
+
+from tests.acceptance.asgi_server import Daphne
+from tests.progress_tasks import stepped
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
+
+SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshots" / "progress-midway.png"
+BAR = ".leasequeue-progress"
+
+# Records, inside the page, every value the bar shows and a marker that a reload would erase.
+RECORD_BAR_VALUES = """
+window.__loadedOnce = true;
+window.__barValues = [];
+new MutationObserver(() => {
+  const value = document.querySelector('[role=progressbar]').getAttribute('aria-valuenow');
+  if (value !== null && window.__barValues.at(-1) !== Number(value)) {
+    window.__barValues.push(Number(value));
+  }
+}).observe(document.querySelector('[role=progressbar]'), {attributes: true});
+"""
+
+
+@pytest.fixture
+def daphne(tmp_path) -> Iterator[Daphne]:
+    server = Daphne(tmp_path / "daphne.log").start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def launch_browser() -> Iterator[Callable[[], Browser]]:
+    """Starts headless Chromium when called. Use the ORM before: Playwright's sync API runs an
+    event loop in the test's thread, where Django then refuses database access."""
+    with ExitStack() as stack:
+
+        def launch() -> Browser:
+            playwright = stack.enter_context(sync_playwright())
+            browser = playwright.chromium.launch(
+                executable_path="/usr/bin/chromium",
+                args=[
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--disable-background-networking",
+                    "--disable-component-update",
+                    "--disable-sync",
+                ],
+            )
+            stack.callback(browser.close)
+            return browser
+
+        yield launch
+
+
+def _text(page: Page, part: str) -> str:
+    return page.locator(f"{BAR} .leasequeue-progress__{part}").inner_text().strip()
+
+
+def _assert_finished_live(page: Page, steps: int, *, moves: int = 5) -> None:
+    """The bar ended succeeded at 100%, without a reload, after ``moves`` increasing values."""
+    page.wait_for_function(
+        "document.querySelector('.leasequeue-progress').dataset.status === 'succeeded'",
+        timeout=30_000,
+    )
+    assert page.get_attribute("[role=progressbar]", "aria-valuenow") == "100"
+    assert (_text(page, "percent"), _text(page, "status")) == ("100%", "Succeeded")
+    assert _text(page, "message") == f"Step {steps} of {steps}"
+    assert page.get_attribute(BAR, "data-final") == "true"
+    assert page.evaluate("window.__loadedOnce") is True, "the page was reloaded"
+    values = page.evaluate("window.__barValues")
+    assert values == sorted(values) and len(set(values)) >= moves, values
+    assert values[-1] == 100
+
+
+def test_bar_moves_to_100_percent_over_websocket_without_reload(
+    launch_browser, daphne, start_workers
+):
+    start_workers("--concurrency", "2", options={"progress_interval_seconds": 0.1})
+    steps = 20
+    job_id = stepped.enqueue(steps, 0.3).id
+    # Reduced motion switches the bar's width transition off: the screenshot shows what is true.
+    page = launch_browser().new_page(
+        viewport={"width": 760, "height": 300}, reduced_motion="reduce"
+    )
+    sockets = []
+    page.on("websocket", lambda socket: sockets.append(socket.url))
+    page.goto(f"{daphne.url}/progress/{job_id}/")
+    page.evaluate(RECORD_BAR_VALUES)
+
+    page.wait_for_function(
+        "Number(document.querySelector('[role=progressbar]').getAttribute('aria-valuenow')) >= 40",
+        timeout=30_000,
+    )
+    assert _text(page, "status") == "Running"
+    assert _text(page, "message").startswith("Step ")
+    SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOT))
+
+    _assert_finished_live(page, steps)
+    assert len(sockets) == 1 and f"/ws/leasequeue/jobs/{job_id}/?token=" in sockets[0]
+
+
+def test_bar_falls_back_to_polling_when_websockets_are_unavailable(
+    launch_browser, daphne, start_workers
+):
+    start_workers("--concurrency", "2", options={"progress_interval_seconds": 0.1})
+    steps = 10
+    job_id = stepped.enqueue(steps, 0.6).id  # polls come once a second
+    polls = []
+    page = launch_browser().new_page()
+    page.add_init_script("delete window.WebSocket;")
+    page.on(
+        "request",
+        lambda request: polls.append(request.url) if "/status/" in request.url else None,
+    )
+    page.goto(f"{daphne.url}/progress/{job_id}/")
+    page.evaluate(RECORD_BAR_VALUES)
+
+    _assert_finished_live(page, steps, moves=3)
+    assert len(polls) >= 3
+    assert all(f"/leasequeue/jobs/{job_id}/status/?token=" in url for url in polls)
+
+
+def test_bar_reconnects_after_the_server_restarts(launch_browser, daphne, start_workers):
+    start_workers("--concurrency", "2", options={"progress_interval_seconds": 0.1})
+    steps = 20
+    job_id = stepped.enqueue(steps, 0.3).id
+    page = launch_browser().new_page()
+    sockets = []
+    page.on("websocket", lambda socket: sockets.append(socket.url))
+    page.goto(f"{daphne.url}/progress/{job_id}/")
+    page.evaluate(RECORD_BAR_VALUES)
+    page.wait_for_function(
+        "Number(document.querySelector('[role=progressbar]').getAttribute('aria-valuenow')) >= 15",
+        timeout=30_000,
+    )
+
+    daphne.stop()
+    page.wait_for_timeout(500)
+    daphne.start()
+
+    _assert_finished_live(page, steps)
+    assert len(sockets) >= 2, "the client never reconnected"

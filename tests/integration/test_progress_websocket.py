@@ -1,0 +1,215 @@
+"""The job progress websocket, over the real ASGI application and the channels-redis layer."""
+
+import asyncio
+import sys
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.routing import URLRouter
+from channels.testing import WebsocketCommunicator
+from django.urls import path
+
+from django_leasequeue import live, protocol
+from django_leasequeue.consumers import CLOSE_FORBIDDEN, CLOSE_NOT_FOUND, JobProgressConsumer
+from django_leasequeue.ids import uuid7
+from django_leasequeue.tokens import job_token
+from tests.asgi import application
+from tests.helpers import claim_one
+from tests.tasks import quick_retry
+from tests.viewers import aged_token, forged_token, session_cookie, staff_user
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _socket(job_id, *, token: str | None = None, cookie: bytes | None = None, app=application):
+    query = f"?token={token}" if token else ""
+    headers = [(b"cookie", cookie)] if cookie else []
+    return WebsocketCommunicator(app, f"/ws/leasequeue/jobs/{job_id}/{query}", headers=headers)
+
+
+async def _closed(communicator: WebsocketCommunicator) -> dict:
+    message = await communicator.receive_output(timeout=3)
+    assert message["type"] == "websocket.close"
+    return message
+
+
+async def _refused(communicator: WebsocketCommunicator) -> int:
+    connected, code = await communicator.connect()
+    assert connected is False
+    return code
+
+
+_execute = database_sync_to_async(protocol.execute)
+
+
+@pytest.fixture
+def running_job(backend):
+    """A job a (simulated) worker has claimed: tests write its progress through the lease."""
+    return claim_one(quick_retry.enqueue(1).id, "worker-a")
+
+
+@pytest.fixture
+def staff_cookie(db):
+    return session_cookie(staff_user(can_view=True))
+
+
+async def _report(job: protocol.ClaimedJob, current: float, total: float, message: str) -> None:
+    """What the worker runtime does on ``context.progress``: fenced write, then publish."""
+    written = await _execute(protocol.progress(job.lease, current, total, message))
+    assert written
+    await live.apublish(
+        job.id, {"kind": "progress", "current": current, "total": total, "message": message}
+    )
+
+
+async def test_staff_viewer_gets_snapshot_then_live_events_then_final_and_close(
+    running_job, staff_cookie
+):
+    await _execute(protocol.progress(running_job.lease, 2, 10, "warming"))
+    socket = _socket(running_job.id, cookie=staff_cookie)
+    assert await socket.connect() == (True, None)
+
+    snapshot = await socket.receive_json_from(timeout=3)
+    assert snapshot == {
+        "kind": "snapshot",
+        "job_id": str(running_job.id),
+        "status": "running",
+        "current": 2.0,
+        "total": 10.0,
+        "message": "warming",
+        "percent": 20,
+        "attempt": 1,
+        "final": False,
+    }
+
+    await _report(running_job, 7, 10, "crunching")
+    assert await socket.receive_json_from(timeout=3) == {
+        "kind": "progress",
+        "current": 7,
+        "total": 10,
+        "message": "crunching",
+    }
+
+    done = await _execute(protocol.complete(running_job.lease, 42))
+    assert done
+    await live.apublish(running_job.id, {"kind": "status", "status": "succeeded"})
+    assert await socket.receive_json_from(timeout=3) == {"kind": "status", "status": "succeeded"}
+    final = await socket.receive_json_from(timeout=3)
+    assert (final["kind"], final["status"], final["final"], final["percent"]) == (
+        "final",
+        "succeeded",
+        True,
+        100,
+    )
+    assert final["message"] == "crunching"
+    await _closed(socket)
+
+
+async def test_token_holder_without_login_is_served(running_job):
+    socket = _socket(running_job.id, token=job_token(running_job.id))
+    assert await socket.connect() == (True, None)
+    snapshot = await socket.receive_json_from(timeout=3)
+    assert (snapshot["kind"], snapshot["status"], snapshot["percent"]) == (
+        "snapshot",
+        "running",
+        None,
+    )
+    await socket.disconnect()
+
+
+async def test_anonymous_viewer_without_token_is_refused(running_job):
+    assert await _refused(_socket(running_job.id)) == CLOSE_FORBIDDEN
+
+
+async def test_staff_without_view_permission_is_refused(running_job):
+    cookie = await database_sync_to_async(lambda: session_cookie(staff_user(can_view=False)))()
+    assert await _refused(_socket(running_job.id, cookie=cookie)) == CLOSE_FORBIDDEN
+
+
+async def test_forged_token_is_refused(running_job):
+    assert await _refused(_socket(running_job.id, token=forged_token(running_job.id))) == (
+        CLOSE_FORBIDDEN
+    )
+
+
+async def test_expired_token_is_refused(running_job):
+    expired = aged_token(running_job.id, 2 * 24 * 3600)
+    assert await _refused(_socket(running_job.id, token=expired)) == CLOSE_FORBIDDEN
+
+
+async def test_token_for_another_job_is_refused(running_job):
+    other = await database_sync_to_async(lambda: quick_retry.enqueue(2).id)()
+    assert await _refused(_socket(running_job.id, token=job_token(other))) == CLOSE_FORBIDDEN
+
+
+async def test_unknown_job_is_refused_even_with_its_token(db):
+    missing = uuid7()
+    assert await _refused(_socket(missing, token=job_token(missing))) == CLOSE_NOT_FOUND
+
+
+async def test_late_viewer_of_a_finished_job_gets_its_final_state_and_close(running_job):
+    await _execute(protocol.progress(running_job.lease, 3, 4, "almost"))
+    await _execute(protocol.complete(running_job.lease, None))
+    socket = _socket(running_job.id, token=job_token(running_job.id))
+    assert (await socket.connect())[0]
+    snapshot = await socket.receive_json_from(timeout=3)
+    final = await socket.receive_json_from(timeout=3)
+    assert (snapshot["kind"], snapshot["status"], snapshot["final"]) == (
+        "snapshot",
+        "succeeded",
+        True,
+    )
+    assert (final["kind"], final["status"], final["message"]) == ("final", "succeeded", "almost")
+    await _closed(socket)
+
+
+async def test_a_job_that_ends_without_any_event_is_noticed_from_the_database(running_job):
+    """A cancel or a recover sweep publishes nothing: the consumer's recheck still closes."""
+    fast = URLRouter(
+        [
+            path(
+                "ws/leasequeue/jobs/<uuid:job_id>/",
+                JobProgressConsumer.as_asgi(recheck_seconds=0.2),
+            )
+        ]
+    )
+    socket = _socket(running_job.id, token=job_token(running_job.id), app=fast)
+    assert (await socket.connect())[0]
+    assert (await socket.receive_json_from(timeout=3))["kind"] == "snapshot"
+    await _execute(protocol.finish_cancelled(running_job.lease))
+    final = await socket.receive_json_from(timeout=3)
+    assert (final["kind"], final["status"], final["final"]) == ("final", "cancelled", True)
+    await _closed(socket)
+
+
+async def test_events_published_by_another_process_reach_the_websocket(running_job):
+    socket = _socket(running_job.id, token=job_token(running_job.id))
+    assert (await socket.connect())[0]
+    await socket.receive_json_from(timeout=3)
+    script = (
+        "import django; django.setup(); from django_leasequeue import live; "
+        f"live.publish('{running_job.id}', "
+        "{'kind': 'progress', 'current': 5, 'total': 8, 'message': 'from afar'})"
+    )
+    publisher = await asyncio.create_subprocess_exec(sys.executable, "-c", script)
+    assert await publisher.wait() == 0
+    assert await socket.receive_json_from(timeout=5) == {
+        "kind": "progress",
+        "current": 5,
+        "total": 8,
+        "message": "from afar",
+    }
+    await socket.disconnect()
+
+
+async def test_only_one_final_state_is_sent_however_many_end_events_arrive(running_job):
+    socket = _socket(running_job.id, token=job_token(running_job.id))
+    assert (await socket.connect())[0]
+    assert (await socket.receive_json_from(timeout=3))["kind"] == "snapshot"
+    assert await _execute(protocol.finish_cancelled(running_job.lease))
+    await live.apublish(running_job.id, {"kind": "status", "status": "cancelled"})
+    await live.apublish(running_job.id, {"kind": "status", "status": "cancelled"})
+    assert (await socket.receive_json_from(timeout=3))["kind"] == "status"
+    assert (await socket.receive_json_from(timeout=3))["kind"] == "final"
+    await _closed(socket)
+    assert await socket.receive_nothing(timeout=0.5)
