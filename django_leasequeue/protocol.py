@@ -333,6 +333,42 @@ def cancel(ids: Sequence[UUID]) -> Statement[dict[UUID, str]]:
     return _statement("cancel", _new_statuses, ids=list(ids))
 
 
+def retry(ids: Sequence[UUID]) -> Statement[list[Row]]:
+    """Queue failed/cancelled jobs again; returns ``{id, queue_name, backend}`` of those queued."""
+    return _statement("retry", _rows, ids=list(ids))
+
+
+def force_release(ids: Sequence[UUID]) -> Statement[list[Row]]:
+    """Operator release of running jobs, unfenced; returns ``{id, status, queue_name, backend}``.
+
+    The lease version is bumped, so the worker that held the lease can no longer write the job.
+    """
+    return _statement("force_release", _rows, ids=list(ids))
+
+
+def delete_jobs(ids: Sequence[UUID]) -> Statement[set[UUID]]:
+    """Delete the given jobs that are not running; returns the ids deleted."""
+    return _statement("delete_jobs", _applied_ids, ids=list(ids))
+
+
+def queue_summary() -> Statement[list[Row]]:
+    """Per queue: queued, running, retrying, failed, oldest_due_age, finished_last_minute."""
+    return _statement("queue_summary", _rows)
+
+
+def _column(rows: list[Row]) -> list[Any]:
+    return [next(iter(row.values())) for row in rows]
+
+
+def task_paths(*, limit: int) -> Statement[list[str]]:
+    return _statement("task_paths", _column, limit=limit)
+
+
+def limit_statement_time(*, milliseconds: int) -> Statement[list[Row]]:
+    """Only inside a transaction: the limit ends with it (``SET LOCAL``)."""
+    return _statement("limit_statement_time", _rows, milliseconds=milliseconds)
+
+
 def _swept(rows: list[Row]) -> list[SweptJob]:
     return [SweptJob(**row) for row in rows]
 
