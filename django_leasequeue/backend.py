@@ -73,18 +73,31 @@ class LeaseQueueBackend(BaseTaskBackend):
         return self.enqueue_many([(task, args, kwargs)])[0]
 
     def enqueue_many(self, calls: Iterable[TaskCall]) -> list[TaskResult]:
-        """Insert many jobs in one statement; results come back in the order of ``calls``.
+        """Insert many jobs at once; results come back in the order of ``calls``.
 
         A call whose unique key is held by an unfinished job gets that job's result instead
         of a new job. Nothing is written if any call is invalid.
         """
-        new_jobs = [self._new_job(task, args, kwargs) for task, args, kwargs in calls]
+        validated: set[int] = set()
+        new_jobs = [self._new_job(task, args, kwargs, validated) for task, args, kwargs in calls]
         if not new_jobs:
             return []
-        inserted = protocol.execute(protocol.enqueue(new_jobs), self.config.database)
+        using = self.config.database
+        keyed = [job for job in new_jobs if job.unique_key is not None]
+        unkeyed = [job for job in new_jobs if job.unique_key is None]
+        inserted = protocol.execute(protocol.enqueue(keyed), using) if keyed else {}
+        if unkeyed:
+            now = protocol.copy_new_jobs(unkeyed, using)
+            inserted.update(
+                {
+                    job.id: {"enqueued_at": now, "run_after": job.task.run_after or now}
+                    for job in unkeyed
+                }
+            )
+        existing = self._results_holding(
+            [job.unique_key for job in keyed if job.id not in inserted]
+        )
         results, signalled = [], []
-        held_keys = [job.unique_key for job in new_jobs if job.id not in inserted]
-        existing = self._results_holding(held_keys)
         now = timezone.now()
         for job in new_jobs:
             row = inserted.get(job.id)
@@ -97,25 +110,30 @@ class LeaseQueueBackend(BaseTaskBackend):
             if row["run_after"] <= now:
                 signalled.append((job.task.queue_name, str(job.id)))
         if signalled:
-            transaction.on_commit(partial(self.signals.push, signalled), using=self.config.database)
+            transaction.on_commit(partial(self.signals.push, signalled), using=using)
         return results
 
-    def _new_job(self, task: Task, args: Sequence[Any], kwargs: Mapping[str, Any]) -> NewJob:
-        self.validate_task(task)
-        if task.backend != self.alias:
-            raise InvalidTask(f"Task {task.module_path} is for backend {task.backend!r}.")
-        jsonargs.validate_arguments(task.module_path, args, kwargs)
+    def _new_job(
+        self, task: Task, args: Sequence[Any], kwargs: Mapping[str, Any], validated: set[int]
+    ) -> NewJob:
+        if id(task) not in validated:  # tasks are immutable: validate each one once per batch
+            self.validate_task(task)
+            if task.backend != self.alias:
+                raise InvalidTask(f"Task {task.module_path} is for backend {task.backend!r}.")
+            validated.add(id(task))
+        args_json, kwargs_json = jsonargs.encode_arguments(task.module_path, args, kwargs)
         is_lease_task = isinstance(task, LeaseTask)
-        unique_key = task.unique_key_for(args, kwargs) if is_lease_task else None
         return NewJob(
             id=uuid7(),
             task=task,
             args=list(args),
             kwargs=dict(kwargs),
+            args_json=args_json,
+            kwargs_json=kwargs_json,
             max_attempts=(is_lease_task and task.max_attempts) or self.config.max_attempts,
             timeout_seconds=task.timeout if is_lease_task else None,
             backoff_seconds=(is_lease_task and task.backoff_seconds) or self.config.backoff_seconds,
-            unique_key=unique_key,
+            unique_key=task.unique_key_for(args, kwargs) if is_lease_task else None,
         )
 
     def _results_holding(self, unique_keys: list[str | None]) -> dict[str, TaskResult]:

@@ -1,31 +1,48 @@
 """Strict JSON encoding of job arguments, results and checkpoints: nothing is pickled."""
 
 import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from django.utils.json import normalize_json
-
 from django_leasequeue.exceptions import InvalidTaskArguments
+
+# One encoder for every call: json.dumps() with options builds a new encoder each time.
+_ENCODER = json.JSONEncoder(allow_nan=False, separators=(",", ":"))
 
 
 def dumps(value: Any) -> str:
     """Encode as JSON, refusing NaN/Infinity (PostgreSQL's jsonb cannot store them)."""
-    return json.dumps(value, allow_nan=False, separators=(",", ":"))
+    return _ENCODER.encode(value)
 
 
-def validate_arguments(task_path: str, args: tuple | list, kwargs: dict[str, Any]) -> None:
-    """Raise InvalidTaskArguments naming the first argument that is not plain JSON."""
+def encode_arguments(
+    task_path: str, args: Sequence[Any], kwargs: Mapping[str, Any]
+) -> tuple[str, str]:
+    """Encode a call's arguments as JSON; raise InvalidTaskArguments naming the first bad one."""
+    try:
+        if _has_non_string_keys(args) or _has_non_string_keys(kwargs):
+            raise TypeError("dictionary keys must be strings")
+        return dumps(list(args)), dumps(dict(kwargs)) if kwargs else "{}"
+    except (TypeError, ValueError):
+        pass
     named = [(f"args[{i}]", value) for i, value in enumerate(args)]
     named += [(f"kwargs[{key!r}]", value) for key, value in kwargs.items()]
     for label, value in named:
         try:
-            if json.loads(dumps(value)) != normalize_json(value):
-                raise TypeError("it would not come back unchanged from JSON; use string keys")
+            if _has_non_string_keys(value):
+                raise TypeError("dictionary keys must be strings, or they change on the way back")
+            dumps(value)
         except (TypeError, ValueError) as exc:
             raise InvalidTaskArguments(
                 f"Cannot enqueue {task_path}: argument {label} = {value!r:.80} is not JSON "
                 f"({exc}). Pass ids, strings, numbers, lists and dicts, not objects."
             ) from None
-    bad_keys = [key for key in kwargs if not isinstance(key, str)]
-    if bad_keys:
-        raise InvalidTaskArguments(f"Cannot enqueue {task_path}: keyword names must be strings.")
+    raise InvalidTaskArguments(f"Cannot enqueue {task_path}: keyword names must be strings.")
+
+
+def _has_non_string_keys(value: Any) -> bool:
+    if isinstance(value, dict):
+        return any(not isinstance(key, str) or _has_non_string_keys(v) for key, v in value.items())
+    if isinstance(value, list | tuple):
+        return any(_has_non_string_keys(item) for item in value)
+    return False

@@ -90,12 +90,13 @@ class Job(models.Model):
         verbose_name = _("job")
         verbose_name_plural = _("jobs")
         indexes = [
+            # In claim order, so a claim reads the first rows instead of sorting the backlog;
+            # queue names are filtered during the walk (one index serves any set of queues).
             models.Index(
-                "queue_name",
                 models.F("priority").desc(),
                 "run_after",
                 "id",
-                name="leasequeue_job_claimable",
+                name="leasequeue_job_claim_order",
                 condition=models.Q(status__in=JobStatus.claimable()),
             ),
             models.Index(
@@ -104,6 +105,15 @@ class Job(models.Model):
                 condition=models.Q(status=JobStatus.RUNNING),
             ),
             models.Index(fields=["status", "finished_at"], name="leasequeue_job_finished"),
+            # Admin: per-queue counts of the summary (index-only) and the status/queue filters.
+            # Partial: the bulk of the table, succeeded jobs, is listed through the primary key.
+            models.Index(
+                fields=["status", "queue_name", "id"],
+                name="leasequeue_job_status_queue",
+                condition=~models.Q(status=JobStatus.SUCCEEDED),
+            ),
+            # Admin: the task filter, and its list of task paths (a loose index scan).
+            models.Index(fields=["task_path", "id"], name="leasequeue_job_task"),
         ]
         constraints = [
             models.UniqueConstraint(

@@ -48,6 +48,8 @@ class NewJob:
     task: Task
     args: list[Any]
     kwargs: dict[str, Any]
+    args_json: str
+    kwargs_json: str
     max_attempts: int
     timeout_seconds: float | None
     backoff_seconds: float
@@ -146,14 +148,45 @@ def enqueue(jobs: Sequence[NewJob]) -> Statement[dict[UUID, Row]]:
         queue_names=[job.task.queue_name for job in jobs],
         priorities=[job.task.priority for job in jobs],
         backends=[job.task.backend for job in jobs],
-        args=[jsonargs.dumps(job.args) for job in jobs],
-        kwargs=[jsonargs.dumps(job.kwargs) for job in jobs],
+        args=[job.args_json for job in jobs],
+        kwargs=[job.kwargs_json for job in jobs],
         run_afters=[job.task.run_after for job in jobs],
         max_attempts=[job.max_attempts for job in jobs],
         timeouts=[job.timeout_seconds for job in jobs],
         backoffs=[job.backoff_seconds for job in jobs],
         unique_keys=[job.unique_key for job in jobs],
     )
+
+
+def copy_new_jobs(jobs: Sequence[NewJob], using: str = "default") -> datetime:
+    """Insert jobs without unique keys with COPY on Django's connection (in the caller's
+    transaction); returns the database time stamped as their ``enqueued_at``.
+
+    COPY is several times faster than an INSERT for large batches (bulk enqueue).
+    """
+    with connections[using].cursor() as cursor:
+        cursor.execute(QUERIES["database_now"].sql)
+        now = cursor.fetchone()[0]
+        with cursor.cursor.copy(QUERIES["copy_jobs"].sql) as copy:
+            for job in jobs:
+                task = job.task
+                copy.write_row(
+                    (
+                        job.id,
+                        task.module_path,
+                        task.queue_name,
+                        task.priority,
+                        task.backend,
+                        job.args_json,
+                        job.kwargs_json,
+                        task.run_after or now,
+                        now,
+                        job.max_attempts,
+                        job.timeout_seconds,
+                        job.backoff_seconds,
+                    )
+                )
+    return now
 
 
 def _claimed(rows: list[Row]) -> list[ClaimedJob]:
@@ -298,6 +331,42 @@ def _new_statuses(rows: list[Row]) -> dict[UUID, str]:
 def cancel(ids: Sequence[UUID]) -> Statement[dict[UUID, str]]:
     """Returns the status each changed job is now in (``cancelled``, or ``running`` = requested)."""
     return _statement("cancel", _new_statuses, ids=list(ids))
+
+
+def retry(ids: Sequence[UUID]) -> Statement[list[Row]]:
+    """Queue failed/cancelled jobs again; returns ``{id, queue_name, backend}`` of those queued."""
+    return _statement("retry", _rows, ids=list(ids))
+
+
+def force_release(ids: Sequence[UUID]) -> Statement[list[Row]]:
+    """Operator release of running jobs, unfenced; returns ``{id, status, queue_name, backend}``.
+
+    The lease version is bumped, so the worker that held the lease can no longer write the job.
+    """
+    return _statement("force_release", _rows, ids=list(ids))
+
+
+def delete_jobs(ids: Sequence[UUID]) -> Statement[set[UUID]]:
+    """Delete the given jobs that are not running; returns the ids deleted."""
+    return _statement("delete_jobs", _applied_ids, ids=list(ids))
+
+
+def queue_summary() -> Statement[list[Row]]:
+    """Per queue: queued, running, retrying, failed, oldest_due_age, finished_last_minute."""
+    return _statement("queue_summary", _rows)
+
+
+def _column(rows: list[Row]) -> list[Any]:
+    return [next(iter(row.values())) for row in rows]
+
+
+def task_paths(*, limit: int) -> Statement[list[str]]:
+    return _statement("task_paths", _column, limit=limit)
+
+
+def limit_statement_time(*, milliseconds: int) -> Statement[list[Row]]:
+    """Only inside a transaction: the limit ends with it (``SET LOCAL``)."""
+    return _statement("limit_statement_time", _rows, milliseconds=milliseconds)
 
 
 def _swept(rows: list[Row]) -> list[SweptJob]:

@@ -21,6 +21,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_leasequeue",
     "tests",
+    # The demo site's app, so that its views and job are tested too (tests/example).
+    "example_project.matching",
 ]
 MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",

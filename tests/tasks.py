@@ -63,3 +63,30 @@ async def async_sleep(seconds):
 @task(max_attempts=3, backoff_seconds=0.05)
 def kill_my_process():
     os._exit(3)
+
+
+@task(timeout=0.3, max_attempts=2, backoff_seconds=0.01)
+async def too_slow():
+    await asyncio.sleep(5)
+
+
+@task(takes_context=True, max_attempts=3, backoff_seconds=0.01)
+def resumes_from_checkpoint(context):
+    """Fails on its first attempt after saving a checkpoint; the retry sees it."""
+    seen = context.last_checkpoint
+    if context.attempt == 1:
+        context.checkpoint({"step": 1})
+        raise RuntimeError("first attempt fails after its checkpoint")
+    return {"attempt": context.attempt, "resumed_from": seen}
+
+
+@task(takes_context=True)
+async def reports_progress(context, steps):
+    for step in range(1, steps + 1):
+        await context.aprogress(step, steps, f"step {step}")
+    return steps
+
+
+@task
+def returns_a_set():
+    return {1, 2}

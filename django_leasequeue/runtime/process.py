@@ -9,15 +9,22 @@ import sys
 from django_leasequeue.runtime.config import WorkerConfig
 
 
+def configure_logging(level: str, who: str) -> None:
+    """Log to stderr at ``level`` (from -v), whatever levels Django's loggers carry."""
+    handler = logging.StreamHandler()
+    handler.setLevel(level)
+    handler.setFormatter(
+        logging.Formatter(f"%(asctime)s %(levelname)s [{who}] %(name)s: %(message)s")
+    )
+    logging.basicConfig(level=level, handlers=[handler], force=True)
+
+
 def worker_main(config: WorkerConfig) -> None:
     """Set up Django, run one Worker until it stops, and exit without waiting for job threads."""
     import django
 
     django.setup()
-    logging.basicConfig(
-        level=config.log_level,
-        format=f"%(asctime)s %(levelname)s [worker {os.getpid()}] %(name)s: %(message)s",
-    )
+    configure_logging(config.log_level, f"worker {os.getpid()}")
     # Ctrl-C reaches the whole process group; only the supervisor's SIGTERM should stop us.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     code = asyncio.run(_run(config))

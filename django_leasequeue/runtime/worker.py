@@ -13,12 +13,11 @@ from django.tasks import Task
 from django.tasks.signals import task_finished, task_started
 from redis.exceptions import RedisError
 
-from django_leasequeue import protocol
+from django_leasequeue import live, protocol
 from django_leasequeue.backend import LeaseQueueBackend
 from django_leasequeue.models import JobStatus
 from django_leasequeue.protocol import ClaimedJob
 from django_leasequeue.results import result_from_claim
-from django_leasequeue.runtime import events
 from django_leasequeue.runtime.completions import CompletionBatcher
 from django_leasequeue.runtime.config import WorkerConfig
 from django_leasequeue.runtime.context import JobContext
@@ -207,7 +206,7 @@ class Worker:
             job,
             db=self.db,
             progress_interval=self.options.progress_interval_seconds,
-            publish=events.publish,
+            publish=live.apublish,
         )
         self.inflight[job.id] = handle
         runner = asyncio.create_task(self._run(handle), name=f"job-{job.id}")
@@ -221,7 +220,7 @@ class Worker:
             if isinstance(task, Outcome):
                 await self._record(handle, None, task)
                 return
-            await events.publish(job.id, {"kind": "status", "status": JobStatus.RUNNING})
+            await live.apublish(job.id, {"kind": "status", "status": JobStatus.RUNNING})
             await task_started.asend(
                 type(self.backend), task_result=result_from_claim(job, task, self.backend.alias)
             )
@@ -258,7 +257,7 @@ class Worker:
                 await self._finished(handle, task, JobStatus.CANCELLED)
         elif await self.db.run(protocol.release(handle.lease)):
             logger.info("Job %s: released for another worker (shutdown).", job.id)
-            await events.publish(job.id, {"kind": "status", "status": JobStatus.RETRYING})
+            await live.apublish(job.id, {"kind": "status", "status": JobStatus.RETRYING})
 
     async def _record(self, handle: JobHandle, task: Task | None, outcome: Outcome) -> None:
         job = handle.job
@@ -294,12 +293,12 @@ class Worker:
         if task is not None:
             await self._finished(handle, task, status, outcome)
         else:
-            await events.publish(job.id, {"kind": "status", "status": status})
+            await live.apublish(job.id, {"kind": "status", "status": status})
 
     async def _finished(
         self, handle: JobHandle, task: Task, status: JobStatus, outcome: Outcome | None = None
     ) -> None:
-        await events.publish(handle.job.id, {"kind": "status", "status": status})
+        await live.apublish(handle.job.id, {"kind": "status", "status": status})
         if status == JobStatus.RETRYING:
             return
         errors = [outcome.error] if outcome and outcome.error else []
@@ -351,7 +350,7 @@ class Worker:
             )
             for job in swept:
                 logger.warning("Job %s: lease expired, now %s.", job.id, job.status)
-                await events.publish(job.id, {"kind": "status", "status": job.status})
+                await live.apublish(job.id, {"kind": "status", "status": job.status})
             if len(swept) < self.options.sweep_batch:
                 break
         if self.use_signals and not self._redis_down:

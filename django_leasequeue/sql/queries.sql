@@ -20,6 +20,15 @@ ON CONFLICT (unique_key) WHERE status IN ('queued', 'retrying', 'running') AND u
 DO NOTHING
 RETURNING id, enqueued_at, run_after;
 
+-- name: database_now
+-- The database's clock (transaction time), stamped on rows written with COPY.
+SELECT now() AS now;
+
+-- name: copy_jobs
+-- Bulk insert of jobs without unique keys (COPY; columns in the order copy_new_jobs writes them).
+COPY leasequeue_job (id, task_path, queue_name, priority, backend, args, kwargs, run_after,
+                     enqueued_at, max_attempts, timeout_seconds, backoff_seconds) FROM STDIN;
+
 -- name: claim_by_ids
 -- Signal path: compare-and-swap claim of the signalled jobs that are still claimable and due.
 UPDATE leasequeue_job
@@ -193,3 +202,97 @@ WHERE status IN ('queued', 'retrying')
   AND run_after <= now() - make_interval(secs => %(older_than_seconds)s::float8)
 ORDER BY priority DESC, run_after, id
 LIMIT %(limit)s::integer;
+
+-- name: retry
+-- Operator: failed/cancelled jobs queued again at once with fresh attempts; the error history stays.
+WITH candidates AS (
+    SELECT id, unique_key FROM leasequeue_job AS job
+    WHERE id = ANY(%(ids)s::uuid[])
+      AND status IN ('failed', 'cancelled')
+      -- An unfinished job holding the same unique key wins: queueing this one would duplicate it.
+      AND (unique_key IS NULL OR NOT EXISTS (
+          SELECT 1 FROM leasequeue_job AS holder
+          WHERE holder.unique_key = job.unique_key
+            AND holder.status IN ('queued', 'retrying', 'running')))
+    FOR UPDATE
+), picked AS (
+    -- Of several selected jobs sharing a unique key, only the newest is queued again.
+    SELECT DISTINCT ON (coalesce(unique_key, id::text)) id FROM candidates
+    ORDER BY coalesce(unique_key, id::text), id DESC
+)
+UPDATE leasequeue_job AS job
+SET status = 'queued', run_after = now(), attempt = 0, cancel_requested = false,
+    started_at = NULL, finished_at = NULL, result = NULL, progress = NULL, worker_id = NULL,
+    lease_expires_at = NULL, heartbeat_at = NULL
+FROM picked
+WHERE job.id = picked.id
+RETURNING job.id, job.queue_name, job.backend;
+
+-- name: force_release
+-- Operator: take running jobs from their (dead) worker; the old lease is fenced out, the attempt not counted.
+UPDATE leasequeue_job
+SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'retrying' END,
+    finished_at = CASE WHEN cancel_requested THEN now() END,
+    run_after = now(),
+    attempt = greatest(attempt - 1, 0),
+    lease_version = lease_version + 1,
+    lease_expires_at = NULL
+WHERE id = ANY(%(ids)s::uuid[]) AND status = 'running'
+RETURNING id, status, queue_name, backend;
+
+-- name: delete_jobs
+-- Operator: delete jobs no worker holds; a running job must be cancelled or released first.
+DELETE FROM leasequeue_job
+WHERE id = ANY(%(ids)s::uuid[]) AND status <> 'running'
+RETURNING id;
+
+-- name: queue_summary
+-- Admin health check per queue: unfinished and failed counts, oldest due job, finished last minute.
+WITH counts AS (
+    SELECT queue_name,
+           count(*) FILTER (WHERE status = 'queued') AS queued,
+           count(*) FILTER (WHERE status = 'running') AS running,
+           count(*) FILTER (WHERE status = 'retrying') AS retrying,
+           count(*) FILTER (WHERE status = 'failed') AS failed
+    FROM leasequeue_job
+    WHERE status IN ('queued', 'running', 'retrying', 'failed')
+    GROUP BY queue_name
+), due AS (
+    SELECT queue_name, min(run_after) AS oldest_due
+    FROM leasequeue_job
+    WHERE status IN ('queued', 'retrying') AND run_after <= now()
+    GROUP BY queue_name
+), finished AS (
+    SELECT queue_name, count(*) AS finished_last_minute
+    FROM leasequeue_job
+    WHERE status IN ('succeeded', 'failed', 'cancelled')
+      AND finished_at >= now() - interval '1 minute'
+    GROUP BY queue_name
+)
+SELECT queue_name,
+       coalesce(counts.queued, 0) AS queued,
+       coalesce(counts.running, 0) AS running,
+       coalesce(counts.retrying, 0) AS retrying,
+       coalesce(counts.failed, 0) AS failed,
+       now() - due.oldest_due AS oldest_due_age,
+       coalesce(finished.finished_last_minute, 0) AS finished_last_minute
+FROM counts
+FULL JOIN due USING (queue_name)
+FULL JOIN finished USING (queue_name)
+ORDER BY queue_name;
+
+-- name: task_paths
+-- Distinct task paths by a loose index scan (one index probe per path), at most %(limit)s::integer.
+WITH RECURSIVE paths AS (
+    (SELECT task_path FROM leasequeue_job ORDER BY task_path LIMIT 1)
+    UNION ALL
+    SELECT (SELECT task_path FROM leasequeue_job
+            WHERE task_path > paths.task_path ORDER BY task_path LIMIT 1)
+    FROM paths
+    WHERE paths.task_path IS NOT NULL
+)
+SELECT task_path FROM paths WHERE task_path IS NOT NULL LIMIT %(limit)s::integer;
+
+-- name: limit_statement_time
+-- Cancel any statement of the current transaction that runs longer than the given milliseconds.
+SELECT set_config('statement_timeout', %(milliseconds)s::text, true);

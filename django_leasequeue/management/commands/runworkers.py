@@ -1,6 +1,5 @@
 """``manage.py runworkers``: parse the options, hand over to the runtime's supervisor."""
 
-import logging
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -9,6 +8,7 @@ from django.tasks.exceptions import InvalidTaskBackend
 
 from django_leasequeue.backend import LeaseQueueBackend
 from django_leasequeue.runtime.config import WorkerConfig
+from django_leasequeue.runtime.process import configure_logging
 from django_leasequeue.runtime.supervisor import Supervisor
 
 _LOG_LEVELS = {0: "WARNING", 1: "INFO", 2: "DEBUG", 3: "DEBUG"}
@@ -66,9 +66,7 @@ class Command(BaseCommand):
             burst=options["burst"],
             log_level=_LOG_LEVELS[options["verbosity"]],
         )
-        logging.basicConfig(
-            level=config.log_level, format="%(asctime)s %(levelname)s [supervisor] %(message)s"
-        )
+        configure_logging(config.log_level, "supervisor")
         exit_code = Supervisor(config).run()
         if exit_code:
             raise CommandError("A worker process failed.", returncode=exit_code)

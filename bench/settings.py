@@ -1,0 +1,10 @@
+"""Benchmark settings: the test settings on their own database (BENCH_DATABASE_URL)."""
+
+import os
+
+os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/lq_bench")
+
+from tests.settings import *  # noqa: F403
+
+INSTALLED_APPS = [*INSTALLED_APPS, "bench"]  # noqa: F405
+TASKS["default"]["OPTIONS"]["key_prefix"] = "lqbench"  # noqa: F405

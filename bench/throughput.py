@@ -1,0 +1,226 @@
+"""Throughput and latency of django-leasequeue against a raw-SQL ceiling, in one run.
+
+    python bench/throughput.py [--jobs 20000] [--processes 2] [--concurrency 10]
+
+Prints bulk enqueue jobs/s, drain jobs/s with P processes x C concurrency (leases, heartbeats
+and fencing on), pickup latency p50/p99 of idle workers (jobs enqueued one at a time, Redis
+signals on), and a minimal raw-SQL loop (batch SKIP LOCKED claim + update, no framework) over
+the same jobs as the ceiling, with our ratio to it. Uses its own database (lq_bench).
+"""
+
+import argparse
+import multiprocessing
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bench.settings")
+
+
+def setup_database() -> None:
+    import django
+    import psycopg
+
+    django.setup()
+    from django.conf import settings
+    from django.core.management import call_command
+
+    db = settings.DATABASES["default"]
+    with psycopg.connect(
+        host=db["HOST"], port=db["PORT"], user=db["USER"], dbname="postgres", autocommit=True
+    ) as conn:
+        exists = conn.execute(
+            "SELECT 1 FROM pg_database WHERE datname = %s", [db["NAME"]]
+        ).fetchone()
+        if not exists:
+            conn.execute(f'CREATE DATABASE "{db["NAME"]}"')
+    call_command("migrate", verbosity=0)
+
+
+def reset() -> None:
+    from django.db import connection
+    from django_redis import get_redis_connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("TRUNCATE leasequeue_job")
+        cursor.execute("VACUUM ANALYZE leasequeue_job")
+    client = get_redis_connection("default")
+    for key in client.scan_iter("lqbench:*"):
+        client.delete(key)
+
+
+def bulk_enqueue(jobs: int, task) -> float:
+    backend = task.get_backend()
+    chunk = 5000
+    started = time.perf_counter()
+    for start in range(0, jobs, chunk):
+        backend.enqueue_many([(task, (n,), {}) for n in range(start, min(jobs, start + chunk))])
+    return jobs / (time.perf_counter() - started)
+
+
+def start_workers(processes: int, concurrency: int, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "django",
+            "runworkers",
+            "--processes",
+            str(processes),
+            "--concurrency",
+            str(concurrency),
+            "-v",
+            "0",
+            *extra,
+        ],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        start_new_session=True,
+    )
+
+
+def stop_workers(process: subprocess.Popen) -> None:
+    process.send_signal(signal.SIGTERM)
+    process.wait(60)
+
+
+def wait_all_finished(jobs: int, timeout: float = 600) -> None:
+    from django_leasequeue.models import Job
+
+    deadline = time.monotonic() + timeout
+    while Job.objects.filter(status="succeeded").count() < jobs:
+        if time.monotonic() > deadline:
+            raise SystemExit("drain did not finish in time")
+        time.sleep(0.05)
+
+
+def drain_rate(jobs: int) -> float:
+    """Jobs per second between the first claim and the last completion (database clock)."""
+    from django.db.models import Max, Min
+
+    from django_leasequeue.models import Job
+
+    span = Job.objects.aggregate(first=Min("last_attempted_at"), last=Max("finished_at"))
+    return jobs / (span["last"] - span["first"]).total_seconds()
+
+
+def measure_drain(jobs: int, processes: int, concurrency: int, task) -> tuple[float, float]:
+    reset()
+    enqueue_rate = bulk_enqueue(jobs, task)
+    workers = start_workers(processes, concurrency, "--burst")
+    wait_all_finished(jobs)
+    workers.wait(60)
+    return enqueue_rate, drain_rate(jobs)
+
+
+def measure_pickup(samples: int, processes: int, concurrency: int, task) -> list[float]:
+    """Milliseconds from enqueue (commit) to claim, workers idle and waiting on Redis."""
+    from django_leasequeue.models import Job
+
+    reset()
+    workers = start_workers(processes, concurrency)
+    time.sleep(3)  # workers up and blocked on Redis
+    try:
+        latencies = []
+        for n in range(samples):
+            job_id = task.enqueue(n).id
+            time.sleep(0.02)
+            while True:
+                job = Job.objects.only("enqueued_at", "last_attempted_at").get(pk=job_id)
+                if job.last_attempted_at:
+                    break
+                time.sleep(0.005)
+            latencies.append((job.last_attempted_at - job.enqueued_at).total_seconds() * 1000)
+    finally:
+        stop_workers(workers)
+    return latencies
+
+
+def _raw_worker(dsn: dict, batch: int, counter) -> None:
+    import psycopg
+
+    claim = """
+        WITH picked AS (
+            SELECT id FROM leasequeue_job WHERE status IN ('queued', 'retrying')
+            AND run_after <= now() ORDER BY priority DESC, run_after, id
+            LIMIT %s FOR UPDATE SKIP LOCKED)
+        UPDATE leasequeue_job j SET status = 'running' FROM picked
+        WHERE j.id = picked.id RETURNING j.id"""
+    finish = (
+        "UPDATE leasequeue_job SET status = 'succeeded', finished_at = now() WHERE id = ANY(%s)"
+    )
+    with psycopg.connect(**dsn, autocommit=True) as conn:
+        while True:
+            ids = [row[0] for row in conn.execute(claim, [batch])]
+            if not ids:
+                return
+            conn.execute(finish, [ids])
+            with counter.get_lock():
+                counter.value += len(ids)
+
+
+def measure_raw_ceiling(jobs: int, processes: int, concurrency: int, task) -> float:
+    from django.conf import settings
+
+    reset()
+    bulk_enqueue(jobs, task)
+    db = settings.DATABASES["default"]
+    dsn = {"host": db["HOST"], "port": db["PORT"], "user": db["USER"], "dbname": db["NAME"]}
+    counter = multiprocessing.Value("i", 0)
+    workers = [
+        multiprocessing.Process(target=_raw_worker, args=(dsn, concurrency, counter))
+        for _ in range(processes)
+    ]
+    started = time.perf_counter()
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert counter.value == jobs, counter.value
+    return jobs / (time.perf_counter() - started)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--jobs", type=int, default=20000)
+    parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument("--concurrency", type=int, default=10)
+    parser.add_argument("--pickup-samples", type=int, default=200)
+    args = parser.parse_args()
+    setup_database()
+    from bench.tasks import anoop, noop
+
+    p, c = args.processes, args.concurrency
+    print(f"jobs={args.jobs} processes={p} concurrency={c} cpus={os.cpu_count()}", flush=True)
+    ceiling = measure_raw_ceiling(args.jobs, p, c, anoop)
+    print(f"raw SQL ceiling (SKIP LOCKED batch {c}, {p} procs): {ceiling:,.0f} jobs/s", flush=True)
+    enqueue_rate, drain_async = measure_drain(args.jobs, p, c, anoop)
+    print(f"bulk enqueue (enqueue_many, chunks of 5000): {enqueue_rate:,.0f} jobs/s", flush=True)
+    print(
+        f"drain, async no-op task: {drain_async:,.0f} jobs/s = "
+        f"{drain_async / ceiling:.0%} of the raw ceiling",
+        flush=True,
+    )
+    _, drain_sync = measure_drain(args.jobs, p, c, noop)
+    print(
+        f"drain, sync no-op task (threads): {drain_sync:,.0f} jobs/s = "
+        f"{drain_sync / ceiling:.0%} of the raw ceiling",
+        flush=True,
+    )
+    latencies = measure_pickup(args.pickup_samples, p, c, anoop)
+    q = statistics.quantiles(latencies, n=100)
+    print(
+        f"pickup latency (idle workers, Redis signals, n={len(latencies)}): "
+        f"p50 {q[49]:.2f} ms, p99 {q[98]:.2f} ms, max {max(latencies):.2f} ms",
+        flush=True,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,544 @@
+"""The job admin: lease state at a glance, per-queue health, and race-safe operator actions.
+
+Job data is read-only here: saving a form would write back a stale copy of a row that workers
+keep changing. Every change goes through ``operations`` (one conditional statement each).
+"""
+
+from collections.abc import Callable
+from typing import Any
+from uuid import UUID
+
+from django.contrib import admin, messages
+from django.contrib.admin import ActionLocation, helpers
+from django.contrib.admin.models import CHANGE, LogEntry
+from django.core.exceptions import PermissionDenied
+from django.db import router
+from django.db.models import Count, Q, QuerySet
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseNotAllowed,
+    HttpResponseRedirect,
+)
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
+from django.utils import timezone
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+from django.utils.translation import gettext_lazy as _
+
+from django_leasequeue import admin_display as show
+from django_leasequeue import operations, protocol
+from django_leasequeue.admin_filters import (
+    LeaseFilter,
+    QueueFilter,
+    RecentFailureFilter,
+    TaskFilter,
+)
+from django_leasequeue.admin_paginator import EstimatedCountPaginator
+from django_leasequeue.models import Job, JobStatus
+
+# Most jobs one action touches; "select all" on a million-row filter stops here.
+MAX_ACTION_JOBS = 10_000
+# Jobs listed by name on a confirmation page.
+CONFIRMATION_PREVIEW = 20
+
+
+class JobAction:
+    """An operator action: its wording, what it runs, which jobs it can apply to, what it needs."""
+
+    def __init__(
+        self,
+        name: str,
+        label: str,
+        run: Callable[[list[UUID]], operations.ActionReport],
+        *,
+        applies_to: list[str],
+        permission: str = "change",
+        confirm: str | None = None,
+    ) -> None:
+        self.name = name
+        self.label = label
+        self.run = run
+        self.applies_to = applies_to
+        self.permission = permission
+        self.confirm = confirm
+
+    def allowed(self, model_admin: admin.ModelAdmin, request: HttpRequest, obj: Any) -> bool:
+        check = getattr(model_admin, f"has_{self.permission}_permission")
+        return check(request, obj)
+
+
+ACTIONS = {
+    action.name: action
+    for action in [
+        JobAction(
+            "retry",
+            _("Retry"),
+            operations.retry,
+            applies_to=[JobStatus.FAILED, JobStatus.CANCELLED],
+        ),
+        JobAction(
+            "cancel",
+            _("Cancel"),
+            operations.cancel,
+            applies_to=JobStatus.unfinished(),
+            confirm=_(
+                "Queued and retrying jobs are cancelled at once. Running jobs are asked to stop: "
+                "their worker sees the request at its next heartbeat and ends them cancelled."
+            ),
+        ),
+        JobAction(
+            "release",
+            _("Release lease"),
+            operations.release,
+            applies_to=[JobStatus.RUNNING],
+            confirm=_(
+                "Only for a worker known to be dead or stuck. The job is taken from its worker "
+                "and queued again now (the attempt is not counted); if that worker is in fact "
+                "alive, it is fenced out and its result is discarded, but side effects it already "
+                "had happen again on the next run."
+            ),
+        ),
+        JobAction(
+            "delete",
+            _("Delete"),
+            operations.delete,
+            applies_to=[*JobStatus.claimable(), *JobStatus.terminal()],
+            permission="delete",
+            confirm=_(
+                "The jobs and their results and error history are deleted for good. Running "
+                "jobs are skipped: cancel them or release their lease first."
+            ),
+        ),
+    ]
+}
+
+
+def _bulk_action(action: JobAction) -> Callable:
+    """A changelist action running ``action``, after a confirmation page when it asks for one."""
+
+    def run(model_admin: "JobAdmin", request: HttpRequest, queryset: QuerySet) -> Any:
+        ids = list(queryset.values_list("pk", flat=True)[: MAX_ACTION_JOBS + 1])
+        capped = len(ids) > MAX_ACTION_JOBS
+        ids = ids[:MAX_ACTION_JOBS]
+        if action.confirm and request.POST.get("post") != "yes":
+            return model_admin.confirmation_page(request, action, ids, bulk=True, capped=capped)
+        model_admin.report(request, action, action.run(ids))
+        if capped:
+            model_admin.message_user(
+                request,
+                _("Only the first %(max)d selected jobs were processed; run it again for the rest.")
+                % {"max": MAX_ACTION_JOBS},
+                messages.WARNING,
+            )
+        return None
+
+    run.__name__ = f"{action.name}_jobs"
+    return admin.action(
+        permissions=[action.permission], description=_("%s selected jobs") % action.label
+    )(run)
+
+
+@admin.register(Job)
+class JobAdmin(admin.ModelAdmin):
+    change_list_template = "admin/leasequeue/job/change_list.html"
+    change_form_template = "admin/leasequeue/job/change_form.html"
+
+    list_display = [
+        "short_id",
+        "task",
+        "queue",
+        "status_display",
+        "attempts",
+        "priority_display",
+        "worker",
+        "heartbeat",
+        "lease",
+        "progress_display",
+        "enqueued",
+        "started",
+        "finished",
+        "run_time",
+    ]
+    list_filter = ["status", QueueFilter, TaskFilter, LeaseFilter, RecentFailureFilter]
+    search_help_text = _(
+        "A job id, a unique key or a worker id (exact), or part of a task path (slower)."
+    )
+    # Newest first through the primary key: ids are uuid7, so id order is enqueue order.
+    ordering = ["-id"]
+    # Only index-backed orderings: any other column would sort the whole table per page load.
+    sortable_by = ["short_id", "enqueued"]
+    list_per_page = 50
+    paginator = EstimatedCountPaginator
+    show_full_result_count = False
+    actions = [_bulk_action(action) for action in ACTIONS.values()]
+
+    readonly_fields = [
+        "id",
+        "task_path",
+        "queue_name",
+        "priority",
+        "backend",
+        "status_display",
+        "unique_key",
+        "cancel_requested",
+        "attempts",
+        "timeout_seconds",
+        "backoff_seconds",
+        "worker_id",
+        "worker_history",
+        "lease_version",
+        "heartbeat",
+        "lease",
+        "progress_display",
+        "when_enqueued",
+        "when_due",
+        "when_started",
+        "when_last_attempted",
+        "when_finished",
+        "run_time",
+        "args_json",
+        "kwargs_json",
+        "result_json",
+        "checkpoint_json",
+        "error_history",
+    ]
+    fieldsets = [
+        (
+            None,
+            {
+                "fields": [
+                    "id",
+                    "task_path",
+                    ("queue_name", "priority", "backend"),
+                    ("status_display", "cancel_requested"),
+                    "unique_key",
+                ]
+            },
+        ),
+        (
+            _("Attempts and lease"),
+            {
+                "fields": [
+                    ("attempts", "timeout_seconds", "backoff_seconds"),
+                    ("worker_id", "lease_version"),
+                    "worker_history",
+                    ("heartbeat", "lease"),
+                    "progress_display",
+                ]
+            },
+        ),
+        (
+            _("Timings"),
+            {
+                "fields": [
+                    ("when_enqueued", "when_due"),
+                    ("when_started", "when_last_attempted"),
+                    ("when_finished", "run_time"),
+                ]
+            },
+        ),
+        (_("Data"), {"fields": ["args_json", "kwargs_json", "result_json", "checkpoint_json"]}),
+        (_("Errors"), {"fields": ["error_history"]}),
+    ]
+
+    class Media:
+        css = {"all": ["leasequeue/admin.css"]}
+
+    # Querysets
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        queryset = super().get_queryset(request)
+        if request.resolver_match and request.resolver_match.url_name.endswith("changelist"):
+            # The list shows none of the (possibly large) JSON payloads.
+            queryset = queryset.defer("args", "kwargs", "result", "errors", "checkpoint")
+        return queryset
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet, search_term: str
+    ) -> tuple[QuerySet, bool]:
+        """An id, unique key or worker id matches exactly (indexed); task paths by substring."""
+        term = search_term.strip()
+        if not term:
+            return queryset, False
+        try:
+            return queryset.filter(pk=UUID(term)), False
+        except ValueError:
+            pass
+        return (
+            queryset.filter(Q(unique_key=term) | Q(worker_id=term) | Q(task_path__contains=term)),
+            False,
+        )
+
+    # Permissions: jobs are created by enqueue and changed only through actions.
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def get_actions(
+        self, request: HttpRequest, action_location: ActionLocation = ActionLocation.CHANGE_LIST
+    ) -> dict:
+        actions = super().get_actions(request, action_location=action_location)
+        actions.pop("delete_selected", None)  # ours goes through the protocol
+        return actions
+
+    def has_delete_permission(self, request: HttpRequest, obj: Job | None = None) -> bool:
+        running = obj is not None and obj.status == JobStatus.RUNNING
+        return not running and super().has_delete_permission(request, obj)
+
+    def delete_model(self, request: HttpRequest, obj: Job) -> None:
+        """Through the protocol: a job a worker claimed since the page was shown is skipped."""
+        self.report(request, ACTIONS["delete"], operations.delete([obj.pk]))
+
+    def response_delete(self, request: HttpRequest, obj_display: str, obj_id: Any) -> Any:
+        # delete_model already reported what happened; the default message would claim success.
+        return HttpResponseRedirect(reverse(f"{self.admin_site.name}:leasequeue_job_changelist"))
+
+    def changeform_view(
+        self,
+        request: HttpRequest,
+        object_id: str | None = None,
+        form_url: str = "",
+        extra_context: dict | None = None,
+    ) -> HttpResponse:
+        if request.method == "POST":
+            # A saved form would write back a stale copy of a row that workers keep changing.
+            return HttpResponseNotAllowed(["GET"])
+        return super().changeform_view(request, object_id, form_url, extra_context)
+
+    def render_change_form(
+        self, request: HttpRequest, context: dict, *args: Any, **kwargs: Any
+    ) -> HttpResponse:
+        job = context.get("original")
+        context.update(
+            show_save=False,
+            show_save_and_continue=False,
+            show_save_and_add_another=False,
+            job_actions=self._object_actions(request, job) if job else [],
+        )
+        return super().render_change_form(request, context, *args, **kwargs)
+
+    # Summary above the list
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict | None = None
+    ) -> HttpResponse:
+        summary = protocol.execute(protocol.queue_summary(), router.db_for_read(Job))
+        for row in summary:
+            age = row["oldest_due_age"]
+            row["oldest_due"] = show.duration(age) if age is not None else show.EMPTY
+            row["backlogged"] = age is not None and age.total_seconds() > 60
+        return super().changelist_view(request, {**(extra_context or {}), "summary": summary})
+
+    # Columns
+
+    @admin.display(description=_("id"), ordering="id")
+    def short_id(self, job: Job) -> SafeString:
+        """The random tail of the uuid7 (its head is the enqueue time, shared by neighbours)."""
+        return format_html('<code title="{}">…{}</code>', job.pk, str(job.pk)[-8:])
+
+    @admin.display(description=_("task"))
+    def task(self, job: Job) -> SafeString:
+        module, _dot, name = job.task_path.rpartition(".")
+        return format_html(
+            '<span title="{}">{}<span class="lq-note">{}</span></span>',
+            job.task_path,
+            name,
+            f" ({module.rpartition('.')[2]})" if module else "",
+        )
+
+    @admin.display(description=_("queue"))
+    def queue(self, job: Job) -> str:
+        return job.queue_name
+
+    @admin.display(description=_("status"))
+    def status_display(self, job: Job) -> SafeString:
+        return show.status_badge(job.status, job.cancel_requested)
+
+    @admin.display(description=_("attempt"))
+    def attempts(self, job: Job) -> str:
+        return f"{job.attempt} / {job.max_attempts}"
+
+    @admin.display(description=_("priority"))
+    def priority_display(self, job: Job) -> int:
+        return job.priority
+
+    @admin.display(description=_("worker"))
+    def worker(self, job: Job) -> str:
+        return job.worker_id or show.EMPTY
+
+    @admin.display(description=_("heartbeat"))
+    def heartbeat(self, job: Job) -> str:
+        return show.heartbeat_age(job.status, job.heartbeat_at, timezone.now())
+
+    @admin.display(description=_("lease"))
+    def lease(self, job: Job) -> SafeString | str:
+        return show.lease_state(job.status, job.lease_expires_at, timezone.now())
+
+    @admin.display(description=_("progress"))
+    def progress_display(self, job: Job) -> SafeString | str:
+        return show.progress_bar(job.progress)
+
+    @admin.display(description=_("enqueued"), ordering="id")
+    def enqueued(self, job: Job) -> SafeString | str:
+        return show.timestamp(job.enqueued_at, timezone.now())
+
+    @admin.display(description=_("started"))
+    def started(self, job: Job) -> SafeString | str:
+        return show.timestamp(job.started_at, timezone.now())
+
+    @admin.display(description=_("finished"))
+    def finished(self, job: Job) -> SafeString | str:
+        return show.timestamp(job.finished_at, timezone.now())
+
+    @admin.display(description=_("duration"))
+    def run_time(self, job: Job) -> str:
+        return show.run_time(job.status, job.started_at, job.finished_at, timezone.now())
+
+    # Detail-only fields
+
+    @admin.display(description=_("args"))
+    def args_json(self, job: Job) -> SafeString:
+        return show.pretty_json(job.args)
+
+    @admin.display(description=_("kwargs"))
+    def kwargs_json(self, job: Job) -> SafeString:
+        return show.pretty_json(job.kwargs)
+
+    @admin.display(description=_("result"))
+    def result_json(self, job: Job) -> SafeString:
+        return show.pretty_json(job.result)
+
+    @admin.display(description=_("checkpoint"))
+    def checkpoint_json(self, job: Job) -> SafeString:
+        return show.pretty_json(job.checkpoint)
+
+    @admin.display(description=_("errors of every attempt"))
+    def error_history(self, job: Job) -> SafeString | str:
+        return show.error_list(job.errors)
+
+    @admin.display(description=_("enqueued"))
+    def when_enqueued(self, job: Job) -> str:
+        return show.moment(job.enqueued_at, timezone.now())
+
+    @admin.display(description=_("due"))
+    def when_due(self, job: Job) -> str:
+        return show.moment(job.run_after, timezone.now())
+
+    @admin.display(description=_("first started"))
+    def when_started(self, job: Job) -> str:
+        return show.moment(job.started_at, timezone.now())
+
+    @admin.display(description=_("last attempt started"))
+    def when_last_attempted(self, job: Job) -> str:
+        return show.moment(job.last_attempted_at, timezone.now())
+
+    @admin.display(description=_("finished"))
+    def when_finished(self, job: Job) -> str:
+        return show.moment(job.finished_at, timezone.now())
+
+    @admin.display(description=_("workers of every attempt"))
+    def worker_history(self, job: Job) -> str:
+        return ", ".join(job.worker_ids) or show.EMPTY
+
+    # Actions on one job (buttons on the detail page)
+
+    def get_urls(self) -> list[URLPattern]:
+        info = self.opts.app_label, self.opts.model_name
+        return [
+            path(
+                "<path:object_id>/<str:action_name>/run/",
+                self.admin_site.admin_view(self.job_action_view),
+                name="{}_{}_action".format(*info),
+            ),
+            *super().get_urls(),
+        ]
+
+    def _object_actions(self, request: HttpRequest, job: Job) -> list[dict[str, Any]]:
+        """The buttons the detail page shows: actions that apply to the job and are permitted."""
+        return [
+            {
+                "action": action,
+                "url": reverse(
+                    f"{self.admin_site.name}:leasequeue_job_action", args=[job.pk, action.name]
+                ),
+            }
+            for action in ACTIONS.values()
+            if action.name != "delete"  # the admin's own delete link, through delete_model
+            and job.status in action.applies_to
+            and action.allowed(self, request, job)
+        ]
+
+    def job_action_view(self, request: HttpRequest, object_id: str, action_name: str) -> Any:
+        """GET: confirm (destructive actions); POST: run the action on this one job."""
+        action = ACTIONS.get(action_name)
+        job = get_object_or_404(self.get_queryset(request), pk=object_id)
+        if action is None or action.name == "delete":
+            raise Http404
+        if not action.allowed(self, request, job):
+            raise PermissionDenied
+        if request.method == "POST":
+            self.report(request, action, action.run([job.pk]))
+            return HttpResponseRedirect(
+                reverse(f"{self.admin_site.name}:leasequeue_job_change", args=[job.pk])
+            )
+        if request.method == "GET" and action.confirm:
+            return self.confirmation_page(request, action, [job.pk], bulk=False)
+        return HttpResponseNotAllowed(["POST"])
+
+    # Shared by both kinds of action
+
+    def confirmation_page(
+        self,
+        request: HttpRequest,
+        action: JobAction,
+        ids: list[UUID],
+        *,
+        bulk: bool,
+        capped: bool = False,
+    ) -> TemplateResponse:
+        preview = Job.objects.filter(pk__in=ids[:CONFIRMATION_PREVIEW]).order_by("-id")
+        by_status = dict(
+            Job.objects.filter(pk__in=ids)
+            .values_list("status")
+            .annotate(n=Count("pk"))
+            .values_list("status", "n")
+        )
+        context = {
+            **self.admin_site.each_context(request),
+            "title": _("%s: are you sure?") % action.label,
+            "opts": self.opts,
+            "action": action,
+            "bulk": bulk,
+            "ids": ids,
+            "count": len(ids),
+            "capped": capped,
+            "max_jobs": MAX_ACTION_JOBS,
+            "preview": [(job, show.status_badge(job.status)) for job in preview],
+            "will_apply": sum(n for status, n in by_status.items() if status in action.applies_to),
+            "select_across": request.POST.get("select_across") == "1",
+            # Django acts only when some box is ticked, even for "select all" (select_across).
+            "selected_ids": request.POST.getlist(helpers.ACTION_CHECKBOX_NAME) if bulk else [],
+            "media": self.media,
+        }
+        return TemplateResponse(request, "admin/leasequeue/job/action_confirmation.html", context)
+
+    def report(
+        self, request: HttpRequest, action: JobAction, report: operations.ActionReport
+    ) -> None:
+        """Tell the operator what happened, and record it in each changed job's history."""
+        if report.changed_ids and action.name != "delete":
+            LogEntry.objects.log_actions(
+                user_id=request.user.pk,
+                queryset=Job.objects.filter(pk__in=report.changed_ids).only("task_path", "status"),
+                action_flag=CHANGE,
+                change_message=str(action.label),
+            )
+        if report.changed_count and not report.skipped_count:
+            level = messages.SUCCESS
+        else:
+            level = messages.WARNING
+        self.message_user(request, report.message(), level)

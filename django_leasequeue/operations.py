@@ -1,0 +1,210 @@
+"""Operator actions on jobs: retry, cancel, release lease, delete.
+
+Each action is one conditional statement of the protocol per batch of ids, so it is race-safe
+with running workers: it changes only the jobs whose status allows it at that instant, and a
+worker's fenced write that loses the race is dropped. The jobs an action skipped are explained
+afterwards from the status they have now.
+"""
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from itertools import batched
+from uuid import UUID
+
+from django.db import IntegrityError, router, transaction
+from django.tasks import task_backends
+from django.tasks.exceptions import InvalidTaskBackend
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
+
+from django_leasequeue import protocol
+from django_leasequeue.models import Job, JobStatus
+
+# Ids per statement: keeps each statement's array parameter and row locks bounded.
+BATCH_SIZE = 1000
+
+
+@dataclass
+class ActionReport:
+    """What an action did: how many jobs it changed (by outcome) and why it skipped the others."""
+
+    changed: Counter[str] = field(default_factory=Counter)
+    skipped: Counter[str] = field(default_factory=Counter)
+    changed_ids: set[UUID] = field(default_factory=set)
+
+    @property
+    def changed_count(self) -> int:
+        return self.changed.total()
+
+    @property
+    def skipped_count(self) -> int:
+        return self.skipped.total()
+
+    def message(self) -> str:
+        """E.g. "2 jobs retried; 1 skipped: still running"."""
+        changed = +self.changed  # without outcomes that no job had
+        if changed:
+            parts = [
+                ngettext("%(count)d job %(outcome)s", "%(count)d jobs %(outcome)s", count)
+                % {"count": count, "outcome": outcome}
+                for outcome, count in sorted(changed.items())
+            ]
+        else:
+            parts = [_("no job changed")]
+        text = ", ".join(parts)
+        if self.skipped:
+            reasons = sorted(self.skipped.items())
+            if len(reasons) == 1:
+                detail = reasons[0][0]
+            else:
+                detail = ", ".join(f"{reason} ({count})" for reason, count in reasons)
+            text += _("; %(count)d skipped: %(detail)s") % {
+                "count": self.skipped_count,
+                "detail": detail,
+            }
+        return text
+
+
+# Why a job in a given status now was left alone, per action.
+_FINISHED = {
+    JobStatus.SUCCEEDED: gettext_lazy("already succeeded"),
+    JobStatus.FAILED: gettext_lazy("already failed"),
+    JobStatus.CANCELLED: gettext_lazy("already cancelled"),
+}
+_RETRY_SKIPS = {
+    JobStatus.RUNNING: gettext_lazy("still running"),
+    JobStatus.QUEUED: gettext_lazy("already waiting to run"),
+    JobStatus.RETRYING: gettext_lazy("already waiting to run"),
+    JobStatus.SUCCEEDED: gettext_lazy("already succeeded"),
+    # Failed/cancelled yet untouched: the retry statement found its unique key taken.
+    JobStatus.FAILED: gettext_lazy("an unfinished job holds its unique key"),
+    JobStatus.CANCELLED: gettext_lazy("an unfinished job holds its unique key"),
+}
+_RELEASE_SKIPS = {
+    JobStatus.QUEUED: gettext_lazy("not running"),
+    JobStatus.RETRYING: gettext_lazy("not running"),
+    **_FINISHED,
+}
+_DELETE_SKIPS = {JobStatus.RUNNING: gettext_lazy("running: cancel it or release its lease first")}
+_GONE = gettext_lazy("no longer exists")
+
+
+def _database() -> str:
+    return router.db_for_write(Job)
+
+
+def _explain_skipped(
+    report: ActionReport, ids: Iterable[UUID], reasons: dict[str, str], using: str
+) -> None:
+    """Count each skipped job under the reason its current status gives."""
+    ids = list(ids)
+    statuses = dict(Job.objects.using(using).filter(pk__in=ids).values_list("pk", "status"))
+    for job_id in ids:
+        status = statuses.get(job_id)
+        report.skipped[str(_GONE if status is None else reasons.get(status, status))] += 1
+
+
+def _signal_on_commit(rows: Sequence[protocol.Row], using: str) -> None:
+    """Wake workers for jobs that became claimable, through each job's own backend."""
+    from django_leasequeue.backend import LeaseQueueBackend
+
+    by_backend: dict[str, list[tuple[str, str]]] = {}
+    for row in rows:
+        by_backend.setdefault(row["backend"], []).append((row["queue_name"], str(row["id"])))
+    for alias, jobs in by_backend.items():
+        try:
+            backend = task_backends[alias]
+        except InvalidTaskBackend:
+            continue  # not configured here: its workers find the jobs by polling
+        if isinstance(backend, LeaseQueueBackend):
+            transaction.on_commit(partial(backend.signals.push, jobs), using=using)
+
+
+def _run(
+    ids: Iterable[UUID | str],
+    apply: Callable[[list[UUID], str, ActionReport], set[UUID]],
+    reasons: dict[str, str],
+) -> ActionReport:
+    """Apply an action batch by batch in one transaction, then explain what it skipped."""
+    using = _database()
+    report = ActionReport()
+    unique_ids = list(dict.fromkeys(UUID(str(job_id)) for job_id in ids))
+    with transaction.atomic(using=using):
+        for batch in batched(unique_ids, BATCH_SIZE):
+            changed = apply(list(batch), using, report)
+            report.changed_ids |= changed
+            _explain_skipped(report, (i for i in batch if i not in changed), reasons, using)
+    return report
+
+
+def retry(ids: Iterable[UUID | str]) -> ActionReport:
+    """Failed/cancelled jobs → queued now, attempts reset, error history kept; workers signalled."""
+
+    def apply(batch: list[UUID], using: str, report: ActionReport) -> set[UUID]:
+        rows = _retry_rows(batch, using)
+        report.changed[_("retried")] += len(rows)
+        _signal_on_commit(rows, using)
+        return {row["id"] for row in rows}
+
+    return _run(ids, apply, _RETRY_SKIPS)
+
+
+def _retry_rows(batch: list[UUID], using: str) -> list[protocol.Row]:
+    """The retry statement, surviving an enqueue that takes a unique key at the same moment.
+
+    The statement skips jobs whose key a committed unfinished job holds; a holder committed
+    while it ran makes the unique index refuse the whole batch. Then each job is retried on its
+    own, and those whose key is taken are left (reported as skipped).
+    """
+    try:
+        with transaction.atomic(using=using):
+            return protocol.execute(protocol.retry(batch), using)
+    except IntegrityError:
+        rows: list[protocol.Row] = []
+        for job_id in batch:
+            try:
+                with transaction.atomic(using=using):
+                    rows += protocol.execute(protocol.retry([job_id]), using)
+            except IntegrityError:
+                continue
+        return rows
+
+
+def cancel(ids: Iterable[UUID | str]) -> ActionReport:
+    """Queued/retrying jobs → cancelled; running ones get cancel_requested for their worker."""
+
+    def apply(batch: list[UUID], using: str, report: ActionReport) -> set[UUID]:
+        statuses = protocol.execute(protocol.cancel(batch), using)
+        for status in statuses.values():
+            outcome = _("cancelled") if status == JobStatus.CANCELLED else _("asked to cancel")
+            report.changed[outcome] += 1
+        return set(statuses)
+
+    return _run(ids, apply, _FINISHED)
+
+
+def release(ids: Iterable[UUID | str]) -> ActionReport:
+    """Running jobs (of a worker known dead) → retrying now; the old worker is fenced out."""
+
+    def apply(batch: list[UUID], using: str, report: ActionReport) -> set[UUID]:
+        rows = protocol.execute(protocol.force_release(batch), using)
+        for row in rows:
+            released = row["status"] == JobStatus.RETRYING
+            report.changed[_("released") if released else _("cancelled (cancel requested)")] += 1
+        _signal_on_commit([row for row in rows if row["status"] == JobStatus.RETRYING], using)
+        return {row["id"] for row in rows}
+
+    return _run(ids, apply, _RELEASE_SKIPS)
+
+
+def delete(ids: Iterable[UUID | str]) -> ActionReport:
+    """Delete jobs that no worker holds."""
+
+    def apply(batch: list[UUID], using: str, report: ActionReport) -> set[UUID]:
+        deleted = protocol.execute(protocol.delete_jobs(batch), using)
+        report.changed[_("deleted")] += len(deleted)
+        return deleted
+
+    return _run(ids, apply, _DELETE_SKIPS)

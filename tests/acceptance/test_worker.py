@@ -1,0 +1,122 @@
+"""The worker as its users meet it: retries, timeouts, cancellation, bad jobs, bad signals."""
+
+import time
+
+import pytest
+
+from django_leasequeue.models import Job
+from tests.acceptance.harness import wait_until
+from tests.tasks import (
+    add,
+    async_sleep,
+    flaky,
+    reports_progress,
+    resumes_from_checkpoint,
+    returns_a_set,
+    too_slow,
+)
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.crash]
+
+
+def run_burst(start_workers, *args: str) -> str:
+    workers = start_workers("--burst", "--queues", "*", *args)
+    assert workers.process.wait(60) == 0, workers.log()
+    return workers.log()
+
+
+def test_burst_runs_sync_and_async_tasks_and_exits(start_workers):
+    ids = [add.enqueue(i, 1).id for i in range(20)] + [async_sleep.enqueue(0.01).id]
+    log = run_burst(start_workers, "--processes", "2")
+    jobs = Job.objects.filter(pk__in=ids)
+    assert {job.status for job in jobs} == {"succeeded"}
+    assert sorted(job.result for job in jobs if job.task_path.endswith("add"))[:3] == [1, 2, 3]
+    assert "Burst: nothing due is left" in log
+
+
+def test_failures_retry_with_backoff_then_fail_keeping_every_error(start_workers):
+    job_id = flaky.enqueue(5).id  # max_attempts=2, backoff 0.5s
+    workers = start_workers()
+    wait_until(lambda: Job.objects.get(pk=job_id).status == "failed", 20, "failure")
+    workers.stop()
+    job = Job.objects.get(pk=job_id)
+    assert [e["message"] for e in job.errors] == ["flaky 5", "flaky 5"]
+    assert all("ValueError: flaky 5" in e["traceback"] for e in job.errors)
+    assert job.attempt == 2
+
+
+def test_timeout_fails_the_attempt(start_workers):
+    job_id = too_slow.enqueue().id
+    start_workers()
+    wait_until(lambda: Job.objects.get(pk=job_id).status == "failed", 20, "timeouts")
+    errors = Job.objects.get(pk=job_id).errors
+    assert [e["exception_class_path"] for e in errors] == [
+        "django_leasequeue.exceptions.JobTimeout"
+    ] * 2
+    assert "timeout of 0.3s" in errors[0]["message"]
+
+
+def test_cancel_of_a_running_job_stops_it_at_the_next_heartbeat(start_workers, backend):
+    job_id = async_sleep.enqueue(30).id
+    start_workers()
+    wait_until(lambda: Job.objects.get(pk=job_id).status == "running", 20, "running")
+    cancelled_at = time.monotonic()
+    assert backend.cancel([job_id]) == {Job.objects.get().id: "running"}
+    wait_until(lambda: Job.objects.get(pk=job_id).status == "cancelled", 10, "cancelled")
+    assert time.monotonic() - cancelled_at < 5
+
+
+def test_bad_jobs_fail_with_a_clear_reason_and_the_worker_goes_on(start_workers, backend):
+    missing = Job.objects.create(task_path="tests.tasks.no_such_task", args=[], kwargs={})
+    not_a_task = Job.objects.create(task_path="tests.tasks.not_a_task", args=[], kwargs={})
+    mismatch = add.enqueue(1).id  # add(a, b)
+    bad_return = returns_a_set.enqueue().id
+    good = add.enqueue(2, 2).id
+    run_burst(start_workers)
+    jobs = {str(job.id): job for job in Job.objects.all()}
+    for job_id, text in [
+        (str(missing.id), "cannot be imported"),
+        (str(not_a_task.id), "is a int, not a Task"),
+        (mismatch, "Arguments do not match tests.tasks.add: missing a required argument: 'b'"),
+        (bad_return, "Return value of tests.tasks.returns_a_set is not JSON"),
+    ]:
+        job = jobs[job_id]
+        assert job.status == "failed" and job.attempt == 1, job
+        assert text in job.errors[0]["message"]
+    assert jobs[good].status == "succeeded" and jobs[good].result == 4
+
+
+def test_garbage_in_redis_is_logged_and_dropped(start_workers, redis_client):
+    redis_client.rpush("lqtest:signals:default", "not-a-uuid", b"\xff\xfe", "")
+    workers = start_workers()
+    good = add.enqueue(20, 22).id
+    wait_until(lambda: Job.objects.get(pk=good).status == "succeeded", 20, "the good job")
+    assert workers.log().count("Dropped a signal that is not a job id") == 3
+    assert workers.process.poll() is None
+
+
+def test_a_retry_resumes_from_the_checkpoint(start_workers):
+    job_id = resumes_from_checkpoint.enqueue().id
+    start_workers()
+    wait_until(lambda: Job.objects.get(pk=job_id).status == "succeeded", 20, "the retry")
+    assert Job.objects.get(pk=job_id).result == {"attempt": 2, "resumed_from": {"step": 1}}
+
+
+def test_progress_is_persisted_and_the_last_update_always_lands(start_workers):
+    job_id = reports_progress.enqueue(500).id
+    run_burst(start_workers)
+    job = Job.objects.get(pk=job_id)
+    assert job.status == "succeeded"
+    assert (job.progress["current"], job.progress["total"], job.progress["message"]) == (
+        500,
+        500,
+        "step 500",
+    )
+
+
+def test_django_task_signals_fire_in_the_worker(start_workers):
+    # The worker runs in another process: prove the signals fired through Django's logging.
+    job_id = add.enqueue(1, 2).id
+    log = run_burst(start_workers)
+    assert f"Task id={job_id} path=tests.tasks.add state=RUNNING" in log
+    assert f"Task id={job_id} path=tests.tasks.add state=SUCCESSFUL" in log
