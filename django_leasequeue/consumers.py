@@ -35,6 +35,7 @@ class JobProgressConsumer(AsyncJsonWebsocketConsumer):
     group: str | None = None
     recheck: asyncio.Task | None = None
     finished: bool = False
+    watching: bool = False
 
     def __init__(self, *args: Any, recheck_seconds: float = 5.0, **kwargs: Any) -> None:
         """``recheck_seconds``: how often the database is checked for a job that ended without
@@ -54,6 +55,8 @@ class JobProgressConsumer(AsyncJsonWebsocketConsumer):
             return
         # Join the group before reading the snapshot: an event published in between is queued
         # behind the snapshot rather than lost.
+        await database_sync_to_async(live.watch)(self.job_id)
+        self.watching = True
         self.group = live.group_name(self.job_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
         state = await database_sync_to_async(load_job_state)(self.job_id)
@@ -104,3 +107,5 @@ class JobProgressConsumer(AsyncJsonWebsocketConsumer):
                 await self.recheck
         if self.group is not None:
             await self.channel_layer.group_discard(self.group, self.channel_name)
+        if self.watching:
+            await database_sync_to_async(live.watch)(self.job_id, -1)

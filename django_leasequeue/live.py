@@ -68,6 +68,26 @@ async def apublish(job_id: UUID | str, event: dict[str, Any]) -> None:
         )
 
 
+def watch(job_id: UUID | str, viewers: int = 1) -> None:
+    """Tell workers a page follows the job live (``viewers=-1`` when it leaves).
+
+    Workers publish a job's events only while it has viewers, so unwatched jobs cost no
+    channel-layer traffic; a viewer that joins between two checks is covered by the consumer's
+    periodic database check.
+    """
+    from django.tasks import task_backends
+
+    from django_leasequeue.backend import LeaseQueueBackend
+
+    seen = set()
+    for backend in task_backends.all():
+        if isinstance(backend, LeaseQueueBackend) and backend.signals.enabled:
+            where = (backend.signals.redis_alias, backend.signals.key_prefix)
+            if where not in seen:
+                seen.add(where)
+                backend.signals.watch(str(UUID(str(job_id))), viewers)
+
+
 def publish(job_id: UUID | str, event: dict[str, Any]) -> None:
     """Sync twin of ``apublish``, for code outside an event loop."""
     async_to_sync(apublish)(job_id, event)

@@ -1,5 +1,6 @@
 """Django ``TaskResult`` objects built from job rows."""
 
+import functools
 import logging
 from typing import Any
 
@@ -62,6 +63,12 @@ def build_task_result(job: Job, task: Task) -> TaskResult:
     return result
 
 
+@functools.lru_cache(maxsize=1024)
+def _task_variant(task: Task, priority: int, queue_name: str, backend: str) -> Task:
+    """``task.using(...)`` validates the task again: do it once per variant, not per job."""
+    return task.using(priority=priority, queue_name=queue_name, backend=backend)
+
+
 def result_from_claim(
     job: Any,
     task: Task,
@@ -73,7 +80,7 @@ def result_from_claim(
     finished_at: Any = None,
 ) -> TaskResult:
     """The TaskResult of a job a worker holds (``job`` is a protocol.ClaimedJob)."""
-    task = task.using(priority=job.priority, queue_name=job.queue_name, backend=alias)
+    task = _task_variant(task, job.priority, job.queue_name, alias)
     result = TaskResult(
         task=task,
         id=str(job.id),

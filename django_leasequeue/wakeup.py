@@ -1,5 +1,8 @@
 """Wake-up signals in Redis: lists of job ids per queue. They carry no payload and are optional.
 
+The same keyspace holds "watch" counters: how many browser pages follow a job live, so that
+workers publish live events only for jobs someone is looking at.
+
 Losing a signal costs latency only: workers also poll PostgreSQL, and the recover sweep signals
 due jobs nobody claimed. So every Redis failure here is logged and swallowed.
 """
@@ -12,6 +15,9 @@ from django_redis import get_redis_connection
 from redis.exceptions import RedisError
 
 logger = logging.getLogger(__name__)
+
+# A page that vanished without unwatching stops counting as a viewer after this long.
+_WATCH_TTL_SECONDS = 6 * 3600
 
 # After a failed push, enqueue skips Redis this long instead of paying a timeout per job.
 _PAUSE_AFTER_FAILURE_SECONDS = 5.0
@@ -85,3 +91,29 @@ class WakeupSignals:
             logger.warning("Redis unreachable (%s): due jobs not re-signalled.", exc)
             return False
         return self.push((queue_name, job_id) for queue_name, job_id in jobs if queue_name in idle)
+
+    def watch_key(self, job_id: str) -> str:
+        return f"{self.key_prefix}:watching:{job_id}"
+
+    def watch(self, job_id: str, viewers: int = 1) -> None:
+        """Count a live viewer of the job in (``viewers=-1``: out); Redis errors are logged."""
+        if not self.enabled:
+            return
+        try:
+            pipe = self.client().pipeline(transaction=False)
+            pipe.incrby(self.watch_key(job_id), viewers)
+            pipe.expire(self.watch_key(job_id), _WATCH_TTL_SECONDS)
+            pipe.execute()
+        except RedisError as exc:
+            logger.warning("Redis unreachable (%s): live viewers of %s not counted.", exc, job_id)
+
+    def watched(self, job_ids: Sequence[str]) -> set[str]:
+        """Which of these jobs have live viewers (one round trip). Raises RedisError."""
+        if not job_ids or not self.enabled:
+            return set()
+        counts = self.client().mget([self.watch_key(job_id) for job_id in job_ids])
+        return {
+            job_id
+            for job_id, count in zip(job_ids, counts, strict=True)
+            if count and int(count) > 0
+        }

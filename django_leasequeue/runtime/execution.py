@@ -1,6 +1,7 @@
 """Run one claimed job: resolve its task, check its arguments, call it, classify the outcome."""
 
 import asyncio
+import functools
 import inspect
 import traceback
 from collections.abc import Callable
@@ -46,13 +47,18 @@ def resolve(job: ClaimedJob) -> Task | Outcome:
     """The job's Task, or a non-retryable failure saying why it cannot run."""
     try:
         task = task_for_path(job.task_path)
-        inspect.signature(task.func).bind(*_call_args(task, None, job), **job.kwargs)
+        _signature(task.func).bind(*_call_args(task, None, job), **job.kwargs)
     except ImportError as exc:
         return Outcome(error=error_of(UnknownTask(str(exc))), retryable=False)
     except TypeError as exc:
         message = f"Arguments do not match {job.task_path}: {exc}"
         return Outcome(error=error_of(TypeError(message)), retryable=False)
     return task
+
+
+@functools.cache
+def _signature(func: Callable[..., Any]) -> inspect.Signature:
+    return inspect.signature(func)
 
 
 def _call_args(task: Task, context: Any, job: ClaimedJob) -> list[Any]:

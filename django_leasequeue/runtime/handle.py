@@ -41,6 +41,8 @@ class JobHandle:
         self.stop_reason: str | None = None
         self.completed_in_fence = False
         self.task: asyncio.Task | None = None
+        # Whether a browser page follows this job live; refreshed by the worker.
+        self.watched = False
         self._publish = publish
         self._progress_interval = progress_interval
         self._last_progress_at = 0.0
@@ -83,11 +85,15 @@ class JobHandle:
             self._mark_lost("progress")
             return False
         current, total, message = pending
-        await self._publish(
-            self.job.id,
-            {"kind": "progress", "current": current, "total": total, "message": message},
+        await self.publish(
+            {"kind": "progress", "current": current, "total": total, "message": message}
         )
         return True
+
+    async def publish(self, event: dict[str, Any]) -> None:
+        """Send a live event, only while a page watches this job."""
+        if self.watched:
+            await self._publish(self.job.id, event)
 
     async def save_checkpoint(self, data: Any) -> None:
         jsonargs.dumps(data)  # raises TypeError/ValueError for non-JSON before any write

@@ -24,6 +24,7 @@ from django_leasequeue.runtime.context import JobContext
 from django_leasequeue.runtime.database import Database
 from django_leasequeue.runtime.execution import Outcome, execute, resolve
 from django_leasequeue.runtime.handle import JobHandle, StopReason
+from django_leasequeue.runtime.signals import SignalDispatcher
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +61,10 @@ class Worker:
         self.inflight: dict[uuid.UUID, JobHandle] = {}
         self.runners: set[asyncio.Task] = set()
         self.threads = ThreadPoolExecutor(config.concurrency, thread_name_prefix="leasequeue-job")
-        self.redis_thread = ThreadPoolExecutor(1, thread_name_prefix="leasequeue-redis")
+        # One thread blocks on BLPOP; the other makes short Redis calls that must not wait.
+        self.redis_thread = ThreadPoolExecutor(1, thread_name_prefix="leasequeue-redis-wait")
+        self.redis_calls = ThreadPoolExecutor(1, thread_name_prefix="leasequeue-redis")
+        self.django_signals = SignalDispatcher(type(backend))
         self.stopping = asyncio.Event()
         self.hard_stop = asyncio.Event()
         self._slot_freed = asyncio.Event()
@@ -92,6 +96,7 @@ class Worker:
             asyncio.create_task(self._heartbeat_loop(), name="heartbeat"),
             asyncio.create_task(self._sweep_loop(), name="sweep"),
             asyncio.create_task(self.completions.run(), name="completions"),
+            asyncio.create_task(self.django_signals.run(), name="django-signals"),
         ]
         try:
             await self._claim_loop()
@@ -101,9 +106,11 @@ class Worker:
                 service.cancel()
             await asyncio.gather(*services, return_exceptions=True)
             await self.completions.flush()
+            await self.django_signals.flush()
             await self.db.close()
             await self.beat_db.close()
             self.redis_thread.shutdown(wait=False, cancel_futures=True)
+            self.redis_calls.shutdown(wait=False, cancel_futures=True)
             self.threads.shutdown(wait=False, cancel_futures=True)
         logger.info("Worker %s stopped.", self.worker_id)
 
@@ -149,8 +156,8 @@ class Worker:
                         lease_seconds=self.options.lease_seconds,
                     )
                 )
-            for job in claimed:
-                self._start(job)
+            if claimed:
+                await self._refresh_watched([self._start(job) for job in claimed])
             if claimed or signalled:
                 continue
             if self.config.burst:
@@ -201,7 +208,7 @@ class Worker:
 
     # Running
 
-    def _start(self, job: ClaimedJob) -> None:
+    def _start(self, job: ClaimedJob) -> JobHandle:
         handle = JobHandle(
             job,
             db=self.db,
@@ -212,6 +219,29 @@ class Worker:
         runner = asyncio.create_task(self._run(handle), name=f"job-{job.id}")
         self.runners.add(runner)
         runner.add_done_callback(self.runners.discard)
+        return handle
+
+    async def _refresh_watched(self, handles: list[JobHandle]) -> None:
+        """Mark which jobs a browser page follows live (one Redis round trip).
+
+        Without Redis there is no way to know: every job publishes (a no-op without Channels).
+        A job that gains a viewer publishes its running status, so the page is up to date.
+        """
+        ids = [str(handle.job.id) for handle in handles]
+        if not self.backend.signals.enabled:
+            watched = set(ids)
+        else:
+            try:
+                watched = await asyncio.get_running_loop().run_in_executor(
+                    self.redis_calls, self.backend.signals.watched, ids
+                )
+            except RedisError:
+                return  # keep the last answer; viewers' periodic database checks cover the gap
+        for handle, job_id in zip(handles, ids, strict=True):
+            newly_watched = not handle.watched and job_id in watched
+            handle.watched = job_id in watched
+            if newly_watched:
+                await handle.publish({"kind": "status", "status": JobStatus.RUNNING})
 
     async def _run(self, handle: JobHandle) -> None:
         job = handle.job
@@ -220,15 +250,9 @@ class Worker:
             if isinstance(task, Outcome):
                 await self._record(handle, None, task)
                 return
-            await live.apublish(job.id, {"kind": "status", "status": JobStatus.RUNNING})
-            await task_started.asend(
-                type(self.backend), task_result=result_from_claim(job, task, self.backend.alias)
-            )
-            context = JobContext(
-                task_result=result_from_claim(job, task, self.backend.alias),
-                handle=handle,
-                database=self.options.database,
-            )
+            running = result_from_claim(job, task, self.backend.alias)
+            self.django_signals.emit(task_started, running)
+            context = JobContext(task_result=running, handle=handle, database=self.options.database)
             handle.task = asyncio.create_task(execute(task, job, context, self.threads))
             try:
                 outcome = await handle.task
@@ -257,7 +281,7 @@ class Worker:
                 await self._finished(handle, task, JobStatus.CANCELLED)
         elif await self.db.run(protocol.release(handle.lease)):
             logger.info("Job %s: released for another worker (shutdown).", job.id)
-            await live.apublish(job.id, {"kind": "status", "status": JobStatus.RETRYING})
+            await handle.publish({"kind": "status", "status": JobStatus.RETRYING})
 
     async def _record(self, handle: JobHandle, task: Task | None, outcome: Outcome) -> None:
         job = handle.job
@@ -293,12 +317,12 @@ class Worker:
         if task is not None:
             await self._finished(handle, task, status, outcome)
         else:
-            await live.apublish(job.id, {"kind": "status", "status": status})
+            await handle.publish({"kind": "status", "status": status})
 
     async def _finished(
         self, handle: JobHandle, task: Task, status: JobStatus, outcome: Outcome | None = None
     ) -> None:
-        await live.apublish(handle.job.id, {"kind": "status", "status": status})
+        await handle.publish({"kind": "status", "status": status})
         if status == JobStatus.RETRYING:
             return
         errors = [outcome.error] if outcome and outcome.error else []
@@ -310,7 +334,7 @@ class Worker:
             errors=errors,
             return_value=outcome.return_value if outcome else None,
         )
-        await task_finished.asend(type(self.backend), task_result=result)
+        self.django_signals.emit(task_finished, result)
 
     # Maintenance
 
@@ -325,6 +349,7 @@ class Worker:
                     [handle.lease for handle in handles], lease_seconds=self.options.lease_seconds
                 )
             )
+            await self._refresh_watched(handles)
             for handle in handles:
                 if handle.job.id not in reply.held:
                     handle.stop(StopReason.LEASE_LOST)
@@ -350,7 +375,6 @@ class Worker:
             )
             for job in swept:
                 logger.warning("Job %s: lease expired, now %s.", job.id, job.status)
-                await live.apublish(job.id, {"kind": "status", "status": job.status})
             if len(swept) < self.options.sweep_batch:
                 break
         if self.use_signals and not self._redis_down:
@@ -363,5 +387,5 @@ class Worker:
             if stale:
                 pairs = [(row["queue_name"], str(row["id"])) for row in stale]
                 await asyncio.get_running_loop().run_in_executor(
-                    None, self.backend.signals.push_where_idle, pairs
+                    self.redis_calls, self.backend.signals.push_where_idle, pairs
                 )
