@@ -22,8 +22,9 @@ from django.http import (
     HttpResponseRedirect,
 )
 from django.shortcuts import get_object_or_404
+from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
-from django.urls import URLPattern, path, reverse
+from django.urls import NoReverseMatch, URLPattern, path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
@@ -39,6 +40,7 @@ from django_leasequeue.admin_filters import (
 )
 from django_leasequeue.admin_paginator import EstimatedCountPaginator
 from django_leasequeue.models import Job, JobStatus
+from django_leasequeue.templatetags.leasequeue import leasequeue_progress
 
 # Most jobs one action touches; "select all" on a million-row filter stops here.
 MAX_ACTION_JOBS = 10_000
@@ -193,7 +195,7 @@ class JobAdmin(admin.ModelAdmin):
         "lease_version",
         "heartbeat",
         "lease",
-        "progress_display",
+        "live_progress",
         "when_enqueued",
         "when_due",
         "when_started",
@@ -227,7 +229,7 @@ class JobAdmin(admin.ModelAdmin):
                     ("worker_id", "lease_version"),
                     "worker_history",
                     ("heartbeat", "lease"),
-                    "progress_display",
+                    "live_progress",
                 ]
             },
         ),
@@ -419,6 +421,21 @@ class JobAdmin(admin.ModelAdmin):
     @admin.display(description=_("errors of every attempt"))
     def error_history(self, job: Job) -> SafeString | str:
         return show.error_list(job.errors)
+
+    @admin.display(description=_("progress"))
+    def live_progress(self, job: Job) -> SafeString | str:
+        """The live bar of ``{% leasequeue_progress %}`` while the job is unfinished.
+
+        It needs the app's status view (``include("django_leasequeue.urls")``) to poll when
+        websockets are not served; without it the stored progress is shown as it was.
+        """
+        if job.status not in JobStatus.unfinished():
+            return show.progress_bar(job.progress)
+        try:
+            reverse("leasequeue:job-status", args=[job.pk])
+        except NoReverseMatch:
+            return show.progress_bar(job.progress)
+        return render_to_string("leasequeue/progress.html", leasequeue_progress(job))
 
     @admin.display(description=_("enqueued"))
     def when_enqueued(self, job: Job) -> str:

@@ -590,3 +590,16 @@ def test_actions_are_recorded_in_each_jobs_history(admin_client):
     ]
     history = admin_client.get(reverse("admin:leasequeue_job_history", args=[running]))
     assert "Release lease" in history.content.decode()
+
+
+def test_detail_page_of_a_running_job_has_the_live_progress_bar(admin_client):
+    running = claim_one(add.enqueue(1, 1).id, "w")
+    protocol.execute(protocol.progress(running.lease, 2, 8, "warming up"))
+    html = admin_client.get(change_url(running.id)).content.decode()
+    assert "data-leasequeue-progress" in html and "leasequeue/progress.js" in html
+    assert reverse("leasequeue:job-status", args=[running.id]) in html
+    assert 'aria-valuenow="25"' in html and "warming up" in html
+
+    protocol.execute(protocol.complete(running.lease, 2))
+    html = admin_client.get(change_url(running.id)).content.decode()
+    assert "data-leasequeue-progress" not in html and "25% · warming up" in html

@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
     atomic = False
 
     dependencies = [
-        ('leasequeue', '0001_initial'),
+        ('leasequeue', '0002_claim_order_index'),
     ]
 
     operations = [
