@@ -5,6 +5,7 @@ keep changing. Every change goes through ``operations`` (one conditional stateme
 """
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
@@ -21,7 +22,6 @@ from django.http import (
     HttpResponseNotAllowed,
     HttpResponseRedirect,
 )
-from django.shortcuts import get_object_or_404
 from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, URLPattern, path, reverse
@@ -48,25 +48,17 @@ MAX_ACTION_JOBS = 10_000
 CONFIRMATION_PREVIEW = 20
 
 
+@dataclass(frozen=True, slots=True)
 class JobAction:
     """An operator action: its wording, what it runs, which jobs it can apply to, what it needs."""
 
-    def __init__(
-        self,
-        name: str,
-        label: str,
-        run: Callable[[list[UUID]], operations.ActionReport],
-        *,
-        applies_to: list[str],
-        permission: str = "change",
-        confirm: str | None = None,
-    ) -> None:
-        self.name = name
-        self.label = label
-        self.run = run
-        self.applies_to = applies_to
-        self.permission = permission
-        self.confirm = confirm
+    name: str
+    label: str
+    run: Callable[[list[UUID]], operations.ActionReport]
+    applies_to: list[str]
+    permission: str = "change"
+    # Shown on the confirmation page; None runs the action without asking.
+    confirm: str | None = None
 
     def allowed(self, model_admin: admin.ModelAdmin, request: HttpRequest, obj: Any) -> bool:
         check = getattr(model_admin, f"has_{self.permission}_permission")
@@ -262,7 +254,8 @@ class JobAdmin(admin.ModelAdmin):
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet, search_term: str
     ) -> tuple[QuerySet, bool]:
-        """An id, unique key or worker id matches exactly (indexed); task paths by substring."""
+        """A job id (the primary key); else a unique key or worker id exactly, or part of a
+        task path. The latter read the whole table when few jobs match (docs/admin.md)."""
         term = search_term.strip()
         if not term:
             return queryset, False
@@ -492,8 +485,8 @@ class JobAdmin(admin.ModelAdmin):
     def job_action_view(self, request: HttpRequest, object_id: str, action_name: str) -> Any:
         """GET: confirm (destructive actions); POST: run the action on this one job."""
         action = ACTIONS.get(action_name)
-        job = get_object_or_404(self.get_queryset(request), pk=object_id)
-        if action is None or action.name == "delete":
+        job = self.get_object(request, object_id)  # None for a malformed or unknown id
+        if job is None or action is None or action.name == "delete":
             raise Http404
         if not action.allowed(self, request, job):
             raise PermissionDenied
@@ -517,7 +510,11 @@ class JobAdmin(admin.ModelAdmin):
         bulk: bool,
         capped: bool = False,
     ) -> TemplateResponse:
-        preview = Job.objects.filter(pk__in=ids[:CONFIRMATION_PREVIEW]).order_by("-id")
+        preview = (
+            Job.objects.filter(pk__in=ids[:CONFIRMATION_PREVIEW])
+            .only("task_path", "status")
+            .order_by("-id")
+        )
         by_status = dict(
             Job.objects.filter(pk__in=ids)
             .values_list("status")

@@ -20,6 +20,7 @@ from django.urls import reverse
 
 from django_leasequeue import protocol
 from django_leasequeue.admin_paginator import COUNT_TIME_LIMIT_MS, EstimatedCountPaginator
+from django_leasequeue.ids import uuid7
 from django_leasequeue.models import Job
 from tests.helpers import claim_one, run_in_threads, snapshot
 from tests.tasks import add, quick_retry, report
@@ -343,6 +344,8 @@ def test_detail_buttons_run_one_action_with_confirmation_where_destructive(admin
     assert snapshot(failed)["status"] == "cancelled"
 
     assert admin_client.post(action_url(failed, "explode")).status_code == 404
+    assert admin_client.post(action_url("not-a-uuid", "retry")).status_code == 404
+    assert admin_client.post(action_url(uuid7(), "retry")).status_code == 404
 
 
 def test_saving_the_change_form_is_refused(admin_client):
