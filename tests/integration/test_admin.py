@@ -77,7 +77,7 @@ def run_action(client: Client, name: str, ids, **extra) -> list[str]:
 
 @pytest.fixture
 def staff_client(django_user_model):
-    """Staff with every job permission but not superuser."""
+    """Makes a client logged in as staff (not superuser) with the given job permissions."""
 
     def make(*codenames: str) -> Client:
         user = django_user_model.objects.create_user(
