@@ -5,6 +5,7 @@ keep changing. Every change goes through ``operations`` (one conditional stateme
 """
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
@@ -21,9 +22,9 @@ from django.http import (
     HttpResponseNotAllowed,
     HttpResponseRedirect,
 )
-from django.shortcuts import get_object_or_404
+from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
-from django.urls import URLPattern, path, reverse
+from django.urls import NoReverseMatch, URLPattern, path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
@@ -39,6 +40,7 @@ from django_leasequeue.admin_filters import (
 )
 from django_leasequeue.admin_paginator import EstimatedCountPaginator
 from django_leasequeue.models import Job, JobStatus
+from django_leasequeue.templatetags.leasequeue import leasequeue_progress
 
 # Most jobs one action touches; "select all" on a million-row filter stops here.
 MAX_ACTION_JOBS = 10_000
@@ -46,25 +48,17 @@ MAX_ACTION_JOBS = 10_000
 CONFIRMATION_PREVIEW = 20
 
 
+@dataclass(frozen=True, slots=True)
 class JobAction:
     """An operator action: its wording, what it runs, which jobs it can apply to, what it needs."""
 
-    def __init__(
-        self,
-        name: str,
-        label: str,
-        run: Callable[[list[UUID]], operations.ActionReport],
-        *,
-        applies_to: list[str],
-        permission: str = "change",
-        confirm: str | None = None,
-    ) -> None:
-        self.name = name
-        self.label = label
-        self.run = run
-        self.applies_to = applies_to
-        self.permission = permission
-        self.confirm = confirm
+    name: str
+    label: str
+    run: Callable[[list[UUID]], operations.ActionReport]
+    applies_to: list[str]
+    permission: str = "change"
+    # Shown on the confirmation page; None runs the action without asking.
+    confirm: str | None = None
 
     def allowed(self, model_admin: admin.ModelAdmin, request: HttpRequest, obj: Any) -> bool:
         check = getattr(model_admin, f"has_{self.permission}_permission")
@@ -193,7 +187,7 @@ class JobAdmin(admin.ModelAdmin):
         "lease_version",
         "heartbeat",
         "lease",
-        "progress_display",
+        "live_progress",
         "when_enqueued",
         "when_due",
         "when_started",
@@ -227,7 +221,7 @@ class JobAdmin(admin.ModelAdmin):
                     ("worker_id", "lease_version"),
                     "worker_history",
                     ("heartbeat", "lease"),
-                    "progress_display",
+                    "live_progress",
                 ]
             },
         ),
@@ -260,7 +254,8 @@ class JobAdmin(admin.ModelAdmin):
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet, search_term: str
     ) -> tuple[QuerySet, bool]:
-        """An id, unique key or worker id matches exactly (indexed); task paths by substring."""
+        """A job id (the primary key); else a unique key or worker id exactly, or part of a
+        task path. The latter read the whole table when few jobs match (docs/admin.md)."""
         term = search_term.strip()
         if not term:
             return queryset, False
@@ -420,6 +415,21 @@ class JobAdmin(admin.ModelAdmin):
     def error_history(self, job: Job) -> SafeString | str:
         return show.error_list(job.errors)
 
+    @admin.display(description=_("progress"))
+    def live_progress(self, job: Job) -> SafeString | str:
+        """The live bar of ``{% leasequeue_progress %}`` while the job is unfinished.
+
+        It needs the app's status view (``include("django_leasequeue.urls")``) to poll when
+        websockets are not served; without it the stored progress is shown as it was.
+        """
+        if job.status not in JobStatus.unfinished():
+            return show.progress_bar(job.progress)
+        try:
+            reverse("leasequeue:job-status", args=[job.pk])
+        except NoReverseMatch:
+            return show.progress_bar(job.progress)
+        return render_to_string("leasequeue/progress.html", leasequeue_progress(job))
+
     @admin.display(description=_("enqueued"))
     def when_enqueued(self, job: Job) -> str:
         return show.moment(job.enqueued_at, timezone.now())
@@ -475,8 +485,8 @@ class JobAdmin(admin.ModelAdmin):
     def job_action_view(self, request: HttpRequest, object_id: str, action_name: str) -> Any:
         """GET: confirm (destructive actions); POST: run the action on this one job."""
         action = ACTIONS.get(action_name)
-        job = get_object_or_404(self.get_queryset(request), pk=object_id)
-        if action is None or action.name == "delete":
+        job = self.get_object(request, object_id)  # None for a malformed or unknown id
+        if job is None or action is None or action.name == "delete":
             raise Http404
         if not action.allowed(self, request, job):
             raise PermissionDenied
@@ -500,7 +510,11 @@ class JobAdmin(admin.ModelAdmin):
         bulk: bool,
         capped: bool = False,
     ) -> TemplateResponse:
-        preview = Job.objects.filter(pk__in=ids[:CONFIRMATION_PREVIEW]).order_by("-id")
+        preview = (
+            Job.objects.filter(pk__in=ids[:CONFIRMATION_PREVIEW])
+            .only("task_path", "status")
+            .order_by("-id")
+        )
         by_status = dict(
             Job.objects.filter(pk__in=ids)
             .values_list("status")

@@ -20,6 +20,7 @@ from django.urls import reverse
 
 from django_leasequeue import protocol
 from django_leasequeue.admin_paginator import COUNT_TIME_LIMIT_MS, EstimatedCountPaginator
+from django_leasequeue.ids import uuid7
 from django_leasequeue.models import Job
 from tests.helpers import claim_one, run_in_threads, snapshot
 from tests.tasks import add, quick_retry, report
@@ -76,7 +77,7 @@ def run_action(client: Client, name: str, ids, **extra) -> list[str]:
 
 @pytest.fixture
 def staff_client(django_user_model):
-    """Staff with every job permission but not superuser."""
+    """Makes a client logged in as staff (not superuser) with the given job permissions."""
 
     def make(*codenames: str) -> Client:
         user = django_user_model.objects.create_user(
@@ -343,6 +344,8 @@ def test_detail_buttons_run_one_action_with_confirmation_where_destructive(admin
     assert snapshot(failed)["status"] == "cancelled"
 
     assert admin_client.post(action_url(failed, "explode")).status_code == 404
+    assert admin_client.post(action_url("not-a-uuid", "retry")).status_code == 404
+    assert admin_client.post(action_url(uuid7(), "retry")).status_code == 404
 
 
 def test_saving_the_change_form_is_refused(admin_client):
@@ -590,3 +593,16 @@ def test_actions_are_recorded_in_each_jobs_history(admin_client):
     ]
     history = admin_client.get(reverse("admin:leasequeue_job_history", args=[running]))
     assert "Release lease" in history.content.decode()
+
+
+def test_detail_page_of_a_running_job_has_the_live_progress_bar(admin_client):
+    running = claim_one(add.enqueue(1, 1).id, "w")
+    protocol.execute(protocol.progress(running.lease, 2, 8, "warming up"))
+    html = admin_client.get(change_url(running.id)).content.decode()
+    assert "data-leasequeue-progress" in html and "leasequeue/progress.js" in html
+    assert reverse("leasequeue:job-status", args=[running.id]) in html
+    assert 'aria-valuenow="25"' in html and "warming up" in html
+
+    protocol.execute(protocol.complete(running.lease, 2))
+    html = admin_client.get(change_url(running.id)).content.decode()
+    assert "data-leasequeue-progress" not in html and "25% · warming up" in html
