@@ -97,7 +97,7 @@ class LeaseQueueBackend(BaseTaskBackend):
         existing = self._results_holding(
             [job.unique_key for job in keyed if job.id not in inserted]
         )
-        results, signalled = [], []
+        results, enqueued, signalled = [], [], []
         now = timezone.now()
         for job in new_jobs:
             row = inserted.get(job.id)
@@ -106,12 +106,18 @@ class LeaseQueueBackend(BaseTaskBackend):
                 continue
             result = _ready_result(self.alias, job, enqueued_at=row["enqueued_at"])
             results.append(result)
-            task_enqueued.send(type(self), task_result=result)
+            enqueued.append(result)
             if row["run_after"] <= now:
                 signalled.append((job.task.queue_name, str(job.id)))
-        if signalled:
-            transaction.on_commit(partial(self.signals.push, signalled), using=using)
+        if enqueued:
+            transaction.on_commit(partial(self._committed, enqueued, signalled), using=using)
         return results
+
+    def _committed(self, enqueued: list[TaskResult], signalled: list[tuple[str, str]]) -> None:
+        """After the enqueue commits: Django's ``task_enqueued``, then wake workers."""
+        for result in enqueued:
+            task_enqueued.send(type(self), task_result=result)
+        self.signals.push(signalled)
 
     def _new_job(
         self, task: Task, args: Sequence[Any], kwargs: Mapping[str, Any], validated: set[int]

@@ -10,6 +10,7 @@ REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 SECRET_KEY = "tests-only-not-secret"
 DEBUG = False
 USE_TZ = True
+TIME_ZONE = "UTC"
 ALLOWED_HOSTS = ["*"]
 ROOT_URLCONF = "tests.urls"
 INSTALLED_APPS = [

@@ -281,6 +281,9 @@ class Worker:
                 await self._finished(handle, task, JobStatus.CANCELLED)
         elif await self.db.run(protocol.release(handle.lease)):
             logger.info("Job %s: released for another worker (shutdown).", job.id)
+            await asyncio.get_running_loop().run_in_executor(
+                self.redis_calls, self.backend.signals.push, [(job.queue_name, str(job.id))]
+            )
             await handle.publish({"kind": "status", "status": JobStatus.RETRYING})
 
     async def _record(self, handle: JobHandle, task: Task | None, outcome: Outcome) -> None:

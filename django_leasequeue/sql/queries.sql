@@ -104,10 +104,11 @@ WHERE job.id = done.id AND job.lease_version = done.lease_version AND job.status
 RETURNING job.id;
 
 -- name: fail
--- Fenced: record the attempt's error; retry after exponential backoff with jitter, else dead-letter.
+-- Fenced: record the attempt's error; retry after backoff with jitter, else dead-letter (or cancelled).
 UPDATE leasequeue_job
-SET status = CASE WHEN %(retryable)s::boolean AND attempt < max_attempts AND NOT cancel_requested
-                  THEN 'retrying' ELSE 'failed' END,
+SET status = CASE WHEN cancel_requested THEN 'cancelled'
+                  WHEN %(retryable)s::boolean AND attempt < max_attempts THEN 'retrying'
+                  ELSE 'failed' END,
     run_after = CASE WHEN %(retryable)s::boolean AND attempt < max_attempts AND NOT cancel_requested
                      THEN now() + make_interval(secs => least(%(backoff_cap_seconds)s::float8,
                               backoff_seconds * power(2, attempt - 1)) * (0.5 + random() / 2))
@@ -121,9 +122,10 @@ WHERE id = %(id)s::uuid AND lease_version = %(lease_version)s::integer AND statu
 RETURNING id, status, run_after;
 
 -- name: release
--- Fenced: give a job back untouched (graceful shutdown); the attempt is not counted.
+-- Fenced: give a job back untouched (graceful shutdown); the attempt and its worker are not counted.
 UPDATE leasequeue_job
-SET status = 'retrying', run_after = now(), attempt = attempt - 1, lease_expires_at = NULL
+SET status = 'retrying', run_after = now(), attempt = attempt - 1, lease_expires_at = NULL,
+    worker_ids = worker_ids - (jsonb_array_length(worker_ids) - 1)
 WHERE id = %(id)s::uuid AND lease_version = %(lease_version)s::integer AND status = 'running'
 RETURNING id, queue_name;
 

@@ -3,6 +3,7 @@
 from datetime import timedelta
 
 import pytest
+from django.db import transaction
 from django.tasks import TaskResultStatus
 from django.tasks.signals import task_enqueued
 
@@ -86,17 +87,20 @@ def test_cancel_running_job_is_requested_then_finished_by_its_worker(backend):
     assert Job.objects.get(pk=claimed.id).status == "cancelled"
 
 
-def test_failure_after_cancel_request_does_not_retry(backend):
+def test_failure_after_cancel_request_ends_cancelled_not_retried(backend):
     claimed = claim_one(quick_retry.enqueue(1).id, "w")
     backend.cancel([claimed.id])
-    assert _fail(claimed.lease).status == "failed"
+    assert _fail(claimed.lease).status == "cancelled"
+    assert len(Job.objects.get(pk=claimed.id).errors) == 1
 
 
 def test_release_gives_the_job_back_without_counting_the_attempt(backend):
     claimed = claim_one(add.enqueue(1, 2).id, "w")
     assert protocol.execute(protocol.release(claimed.lease)) is True
+    assert Job.objects.get(pk=claimed.id).worker_ids == []
     again = claim_one(claimed.id, "w2")
     assert again.attempt == 1 and again.lease.lease_version == 2
+    assert again.worker_ids == ["w2"]
 
 
 def test_get_result_reports_every_status(backend):
@@ -154,7 +158,14 @@ def test_task_enqueued_signal_fires_once_per_new_job(backend):
 
     task_enqueued.connect(receiver)
     try:
-        result = add.enqueue(1, 2)
+        with pytest.raises(RuntimeError), transaction.atomic():
+            add.enqueue(0, 0)
+            raise RuntimeError("rolled back: never enqueued")
+        with transaction.atomic():
+            result = add.enqueue(1, 2)
+            assert seen == []  # only once the job is durable
+        add.using(unique_key="once").enqueue(1, 1)
+        add.using(unique_key="once").enqueue(1, 1)  # the same job: no second signal
     finally:
         task_enqueued.disconnect(receiver)
-    assert seen == [result.id]
+    assert len(seen) == 2 and seen[0] == result.id
