@@ -17,6 +17,8 @@ def configure_logging(level: str, who: str) -> None:
         logging.Formatter(f"%(asctime)s %(levelname)s [{who}] %(name)s: %(message)s")
     )
     logging.basicConfig(level=level, handlers=[handler], force=True)
+    # Django sets its own loggers to INFO; below -v 1 do not even build their records.
+    logging.getLogger("django").setLevel(level)
 
 
 def worker_main(config: WorkerConfig) -> None:
