@@ -9,6 +9,7 @@ the same jobs as the ceiling, with our ratio to it. Uses its own database (lq_be
 """
 
 import argparse
+import json
 import multiprocessing
 import os
 import signal
@@ -21,6 +22,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bench.settings")
+
+from bench import plot  # noqa: E402
+from bench.plot import RESULTS  # noqa: E402
 
 
 def setup_database() -> None:
@@ -220,6 +224,22 @@ def main() -> None:
         f"p50 {q[49]:.2f} ms, p99 {q[98]:.2f} ms, max {max(latencies):.2f} ms",
         flush=True,
     )
+    results = {
+        "jobs": args.jobs,
+        "processes": p,
+        "concurrency": c,
+        "cpus": os.cpu_count(),
+        "figures": {
+            "raw_ceiling": ceiling,
+            "bulk_enqueue": enqueue_rate,
+            "drain_async": drain_async,
+            "drain_sync": drain_sync,
+        },
+        "pickup_ms": {"p50": q[49], "p99": q[98], "max": max(latencies)},
+    }
+    RESULTS.parent.mkdir(exist_ok=True)
+    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
+    plot.main()
 
 
 if __name__ == "__main__":
