@@ -5,39 +5,31 @@ signal (what ``Signal.asend`` does for sync receivers) is the largest fixed cost
 Signals queued while a batch is being sent go out together in the next hop, in order.
 """
 
-import asyncio
 import logging
 
 from asgiref.sync import sync_to_async
 from django.dispatch import Signal
 from django.tasks import TaskResult
 
+from django_leasequeue.runtime.batching import Batcher
+
 logger = logging.getLogger(__name__)
 
+_Emission = tuple[Signal, TaskResult]
 
-class SignalDispatcher:
+
+class SignalDispatcher(Batcher[_Emission]):
     def __init__(self, sender: type) -> None:
+        super().__init__()
         self._sender = sender
-        self._pending: list[tuple[Signal, TaskResult]] = []
-        self._wake = asyncio.Event()
 
     def emit(self, signal: Signal, task_result: TaskResult) -> None:
-        self._pending.append((signal, task_result))
-        self._wake.set()
+        self.add((signal, task_result))
 
-    async def run(self) -> None:
-        """Send queued signals until cancelled."""
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            await self.flush()
+    async def process(self, batch: list[_Emission]) -> None:
+        await sync_to_async(self._send, thread_sensitive=True)(batch)
 
-    async def flush(self) -> None:
-        batch, self._pending = self._pending, []
-        if batch:
-            await sync_to_async(self._send, thread_sensitive=True)(batch)
-
-    def _send(self, batch: list[tuple[Signal, TaskResult]]) -> None:
+    def _send(self, batch: list[_Emission]) -> None:
         for signal, task_result in batch:
             for receiver, response in signal.send_robust(self._sender, task_result=task_result):
                 if isinstance(response, Exception):
