@@ -77,7 +77,9 @@ def _embedded_package(package: str) -> Path:
 def _system_postgres_bin() -> Path | None:
     found = shutil.which("initdb")
     if found and shutil.which("pg_ctl"):
-        return Path(found).parent
+        # PATH may hold symlinks to only some binaries (e.g. /usr/local/bin/initdb): use the
+        # installation's own bin directory, which has createdb too.
+        return Path(found).resolve().parent
     candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
     return Path(candidates[-1]).parent if candidates else None
 
