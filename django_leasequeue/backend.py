@@ -17,7 +17,7 @@ from django.utils import timezone
 from django_leasequeue import jsonargs, protocol
 from django_leasequeue.checks import check_backend
 from django_leasequeue.conf import LeaseQueueOptions
-from django_leasequeue.ids import uuid7
+from django_leasequeue.ids import uuid7_str
 from django_leasequeue.protocol import NewJob
 from django_leasequeue.task import LeaseTask
 from django_leasequeue.wakeup import WakeupSignals
@@ -78,40 +78,42 @@ class LeaseQueueBackend(BaseTaskBackend):
         A call whose unique key is held by an unfinished job gets that job's result instead
         of a new job. Nothing is written if any call is invalid.
         """
-        validated: set[int] = set()
+        validated: dict[int, tuple[int, float | None, float]] = {}
         new_jobs = [self._new_job(task, args, kwargs, validated) for task, args, kwargs in calls]
         if not new_jobs:
             return []
         using = self.config.database
-        keyed = [job for job in new_jobs if job.unique_key is not None]
-        unkeyed = [job for job in new_jobs if job.unique_key is None]
-        inserted = protocol.execute(protocol.enqueue(keyed), using) if keyed else {}
-        if unkeyed:
-            now = protocol.copy_new_jobs(unkeyed, using)
-            inserted.update(
-                {
-                    job.id: {"enqueued_at": now, "run_after": job.task.run_after or now}
-                    for job in unkeyed
-                }
-            )
-        existing = self._results_holding(
-            [job.unique_key for job in keyed if job.id not in inserted]
-        )
-        results, enqueued, signalled = [], [], []
+        results: list[TaskResult | None] = [None] * len(new_jobs)
+        enqueued, signalled = [], []
         now = timezone.now()
-        for job in new_jobs:
-            row = inserted.get(job.id)
-            if row is None:
-                results.append(existing[job.unique_key])
-                continue
-            result = _ready_result(self.alias, job, enqueued_at=row["enqueued_at"])
-            results.append(result)
+
+        def accept(index: int, job: NewJob, enqueued_at: datetime) -> None:
+            results[index] = result = _ready_result(self.alias, job, enqueued_at=enqueued_at)
             enqueued.append(result)
-            if row["run_after"] <= now:
-                signalled.append((job.task.queue_name, str(job.id)))
+            if job.task.run_after is None or job.task.run_after <= now:
+                signalled.append((job.task.queue_name, job.id))
+
+        keyed = [(i, job) for i, job in enumerate(new_jobs) if job.unique_key is not None]
+        if keyed:
+            inserted = protocol.execute(protocol.enqueue([job for _, job in keyed]), using)
+            existing = self._results_holding(
+                [job.unique_key for _, job in keyed if job.id not in inserted]
+            )
+            for index, job in keyed:
+                row = inserted.get(job.id)
+                if row is None:
+                    results[index] = existing[job.unique_key]
+                else:
+                    accept(index, job, row["enqueued_at"])
+        if len(keyed) < len(new_jobs):
+            with protocol.JobCopy(using) as copy:
+                for index, job in enumerate(new_jobs):
+                    if job.unique_key is None:
+                        copy.write(job)  # streams: the server stores rows while we go on
+                        accept(index, job, copy.now)
         if enqueued:
             transaction.on_commit(partial(self._committed, enqueued, signalled), using=using)
-        return results
+        return results  # type: ignore[return-value]  (every slot is filled above)
 
     def _committed(self, enqueued: list[TaskResult], signalled: list[tuple[str, str]]) -> None:
         """After the enqueue commits: Django's ``task_enqueued``, then wake workers."""
@@ -120,26 +122,43 @@ class LeaseQueueBackend(BaseTaskBackend):
         self.signals.push(signalled)
 
     def _new_job(
-        self, task: Task, args: Sequence[Any], kwargs: Mapping[str, Any], validated: set[int]
+        self,
+        task: Task,
+        args: Sequence[Any],
+        kwargs: Mapping[str, Any],
+        validated: dict[int, tuple[int, float | None, float]],
     ) -> NewJob:
-        if id(task) not in validated:  # tasks are immutable: validate each one once per batch
-            self.validate_task(task)
-            if task.backend != self.alias:
-                raise InvalidTask(f"Task {task.module_path} is for backend {task.backend!r}.")
-            validated.add(id(task))
+        options = validated.get(id(task))
+        if options is None:  # tasks are immutable: validate and resolve each once per batch
+            options = validated[id(task)] = self._resolved_options(task)
         args_json, kwargs_json = jsonargs.encode_arguments(task.module_path, args, kwargs)
-        is_lease_task = isinstance(task, LeaseTask)
+        max_attempts, timeout_seconds, backoff_seconds = options
+        keyed = getattr(task, "unique_key", None) is not None
+        unique_key = task.unique_key_for(args, kwargs) if keyed else None
         return NewJob(
-            id=uuid7(),
-            task=task,
-            args=list(args),
-            kwargs=dict(kwargs),
-            args_json=args_json,
-            kwargs_json=kwargs_json,
-            max_attempts=(is_lease_task and task.max_attempts) or self.config.max_attempts,
-            timeout_seconds=task.timeout if is_lease_task else None,
-            backoff_seconds=(is_lease_task and task.backoff_seconds) or self.config.backoff_seconds,
-            unique_key=task.unique_key_for(args, kwargs) if is_lease_task else None,
+            uuid7_str(),
+            task,
+            list(args),
+            dict(kwargs),
+            args_json,
+            kwargs_json,
+            max_attempts,
+            timeout_seconds,
+            backoff_seconds,
+            unique_key,
+        )
+
+    def _resolved_options(self, task: Task) -> tuple[int, float | None, float]:
+        """Validate the task; its max_attempts, timeout and backoff, defaults filled in."""
+        self.validate_task(task)
+        if task.backend != self.alias:
+            raise InvalidTask(f"Task {task.module_path} is for backend {task.backend!r}.")
+        if not isinstance(task, LeaseTask):
+            return self.config.max_attempts, None, self.config.backoff_seconds
+        return (
+            task.max_attempts or self.config.max_attempts,
+            task.timeout,
+            task.backoff_seconds or self.config.backoff_seconds,
         )
 
     def _results_holding(self, unique_keys: list[str | None]) -> dict[str, TaskResult]:
@@ -188,7 +207,7 @@ class LeaseQueueBackend(BaseTaskBackend):
 def _ready_result(alias: str, job: NewJob, *, enqueued_at: datetime) -> TaskResult:
     return TaskResult(
         task=job.task,
-        id=str(job.id),
+        id=job.id,
         status=TaskResultStatus.READY,
         enqueued_at=enqueued_at,
         started_at=None,

@@ -5,11 +5,20 @@ import time
 import uuid
 
 
-def uuid7() -> uuid.UUID:
-    """Return a UUIDv7: 48 bits of Unix milliseconds, then 74 random bits."""
+def _uuid7_int() -> int:
+    """48 bits of Unix milliseconds, the version and variant bits, then 74 random bits."""
     unix_ms = time.time_ns() // 1_000_000
     rand = int.from_bytes(os.urandom(10))
     value = (unix_ms & 0xFFFF_FFFF_FFFF) << 80 | rand & ((1 << 80) - 1)
     value = value & ~(0xF << 76) | 0x7 << 76  # version 7
-    value = value & ~(0x3 << 62) | 0x2 << 62  # RFC 4122 variant
-    return uuid.UUID(int=value)
+    return value & ~(0x3 << 62) | 0x2 << 62  # RFC 4122 variant
+
+
+def uuid7() -> uuid.UUID:
+    return uuid.UUID(int=_uuid7_int())
+
+
+def uuid7_str() -> str:
+    """``str(uuid7())`` without building the UUID object (bulk enqueue makes one per job)."""
+    text = f"{_uuid7_int():032x}"
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
