@@ -195,3 +195,18 @@ def test_poison_pill_ends_failed_and_the_supervisor_keeps_going(start_workers):
     assert workers.log().count("died (exit status 3)") == 3
     healthy = recorded_work.enqueue(1, 10).id
     wait_until(lambda: Job.objects.get(pk=healthy).status == "succeeded", 20, "a normal job")
+
+
+def test_a_second_sigterm_stops_at_once_and_releases_the_jobs(start_workers):
+    ids = [async_sleep.enqueue(30.0).id for _ in range(3)]
+    workers = start_workers("--concurrency", "10", "--grace", "60", options={"lease_seconds": 60})
+    wait_until(lambda: Job.objects.filter(status="running").count() == 3, 20, "jobs running")
+    workers.signal(signal.SIGTERM)
+    time.sleep(0.5)
+    assert workers.process.poll() is None  # the first signal waits for the 60 s grace
+    stopped_at = time.monotonic()
+    workers.signal(signal.SIGTERM)
+    workers.process.wait(15)
+    assert time.monotonic() - stopped_at < 10
+    jobs = Job.objects.filter(pk__in=ids)
+    assert {(job.status, job.attempt, len(job.worker_ids)) for job in jobs} == {("retrying", 0, 0)}

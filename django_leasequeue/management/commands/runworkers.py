@@ -1,5 +1,6 @@
 """``manage.py runworkers``: parse the options, hand over to the runtime's supervisor."""
 
+import argparse
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -15,9 +16,12 @@ _LOG_LEVELS = {0: "WARNING", 1: "INFO", 2: "DEBUG", 3: "DEBUG"}
 
 
 def _positive_int(text: str) -> int:
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
     if value < 1:
-        raise ValueError(text)
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
     return value
 
 

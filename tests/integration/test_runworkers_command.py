@@ -1,0 +1,26 @@
+"""``manage.py runworkers`` refuses bad arguments with a clear message before starting anything."""
+
+import pytest
+from django.core.management import CommandError, call_command
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--queues", "nowhere"], r"--queues: nowhere not in TASKS\['default'\]\['QUEUES'\]"),
+        (["--queues", " , "], r"--queues needs at least one queue name, or \*"),
+        (["--backend", "missing"], r"--backend 'missing'"),
+        (["--grace", "-1"], r"--grace must be zero or more seconds"),
+    ],
+)
+def test_bad_arguments_are_refused(args, message):
+    with pytest.raises(CommandError, match=message):
+        call_command("runworkers", *args)
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "many"])
+def test_processes_and_concurrency_must_be_positive_whole_numbers(value):
+    with pytest.raises(CommandError, match="is not a whole number of at least 1"):
+        call_command("runworkers", "--processes", value)
+    with pytest.raises(CommandError, match="is not a whole number of at least 1"):
+        call_command("runworkers", "--concurrency", value)
