@@ -14,7 +14,7 @@ from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
 from django.tasks.signals import task_enqueued
 from django.utils import timezone
 
-from django_leasequeue import jsonargs, protocol
+from django_leasequeue import jsonargs, live, protocol
 from django_leasequeue.checks import check_backend
 from django_leasequeue.conf import LeaseQueueOptions
 from django_leasequeue.ids import uuid7_str
@@ -201,7 +201,9 @@ class LeaseQueueBackend(BaseTaskBackend):
         Returns the jobs changed, each with its status now (``running`` = cancel requested).
         """
         ids = [UUID(str(result_id)) for result_id in result_ids]
-        return protocol.execute(protocol.cancel(ids), self.config.database)
+        statuses = protocol.execute(protocol.cancel(ids), self.config.database)
+        live.publish_statuses_on_commit(protocol.cancelled_now(statuses), self.config.database)
+        return statuses
 
 
 def _ready_result(alias: str, job: NewJob, *, enqueued_at: datetime) -> TaskResult:

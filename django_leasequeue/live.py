@@ -9,10 +9,12 @@ import asyncio
 import logging
 import time
 import weakref
+from collections.abc import Mapping
 from typing import Any
 from uuid import UUID
 
 from asgiref.sync import async_to_sync
+from django.db import transaction
 
 logger = logging.getLogger(__name__)
 
@@ -91,3 +93,18 @@ def watch(job_id: UUID | str, viewers: int = 1) -> None:
 def publish(job_id: UUID | str, event: dict[str, Any]) -> None:
     """Sync twin of ``apublish``, for code outside an event loop."""
     async_to_sync(apublish)(job_id, event)
+
+
+def publish_statuses_on_commit(statuses: Mapping[Any, str], using: str) -> None:
+    """After the transaction commits, tell open pages the new status of these jobs.
+
+    For changes made outside a worker (cancel, admin actions); a rollback publishes nothing.
+    """
+    if statuses and _channel_layer() is not None:
+        events = [
+            (job_id, {"kind": "status", "status": str(status)})
+            for job_id, status in statuses.items()
+        ]
+        transaction.on_commit(
+            lambda: [publish(job_id, event) for job_id, event in events], using=using
+        )

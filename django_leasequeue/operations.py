@@ -19,7 +19,7 @@ from django.tasks.exceptions import InvalidTaskBackend
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
-from django_leasequeue import protocol
+from django_leasequeue import live, protocol
 from django_leasequeue.models import Job, JobStatus
 
 # Ids per statement: keeps each statement's array parameter and row locks bounded.
@@ -146,6 +146,7 @@ def retry(ids: Iterable[UUID | str]) -> ActionReport:
         rows = _retry_rows(batch, using)
         report.changed[_("retried")] += len(rows)
         _signal_on_commit(rows, using)
+        live.publish_statuses_on_commit({row["id"]: JobStatus.QUEUED for row in rows}, using)
         return {row["id"] for row in rows}
 
     return _run(ids, apply, _RETRY_SKIPS)
@@ -177,6 +178,7 @@ def cancel(ids: Iterable[UUID | str]) -> ActionReport:
 
     def apply(batch: list[UUID], using: str, report: ActionReport) -> set[UUID]:
         statuses = protocol.execute(protocol.cancel(batch), using)
+        live.publish_statuses_on_commit(protocol.cancelled_now(statuses), using)
         for status in statuses.values():
             outcome = _("cancelled") if status == JobStatus.CANCELLED else _("asked to cancel")
             report.changed[outcome] += 1
@@ -194,6 +196,7 @@ def release(ids: Iterable[UUID | str]) -> ActionReport:
             released = row["status"] == JobStatus.RETRYING
             report.changed[_("released") if released else _("cancelled (cancel requested)")] += 1
         _signal_on_commit([row for row in rows if row["status"] == JobStatus.RETRYING], using)
+        live.publish_statuses_on_commit({row["id"]: row["status"] for row in rows}, using)
         return {row["id"] for row in rows}
 
     return _run(ids, apply, _RELEASE_SKIPS)

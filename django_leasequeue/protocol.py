@@ -386,6 +386,11 @@ def limit_statement_time(*, milliseconds: int) -> Statement[list[Row]]:
     return _statement("limit_statement_time", _rows, milliseconds=milliseconds)
 
 
+def cancelled_now(statuses: dict[UUID, str]) -> dict[UUID, str]:
+    """The jobs a ``cancel`` ended at once (running ones only had cancellation requested)."""
+    return {job_id: status for job_id, status in statuses.items() if status == "cancelled"}
+
+
 def _swept(rows: list[Row]) -> list[SweptJob]:
     return [SweptJob(**row) for row in rows]
 

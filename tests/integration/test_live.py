@@ -108,3 +108,34 @@ def test_the_app_imports_and_renders_without_channels_installed():
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert (done.returncode, done.stdout.strip()) == (0, "ok"), done.stderr
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_cancel_tells_open_pages_once_it_commits_and_not_if_rolled_back(backend):
+    from django.db import transaction
+
+    from tests.tasks import add
+
+    layer = get_channel_layer()
+    kept, rolled_back = add.enqueue(1, 2).id, add.enqueue(3, 4).id
+
+    async def subscribe(job_id) -> str:
+        channel = await layer.new_channel()
+        await layer.group_add(live.group_name(job_id), channel)
+        return channel
+
+    async def receive(channel: str, timeout: float) -> dict:
+        return await asyncio.wait_for(layer.receive(channel), timeout)
+
+    kept_channel = asyncio.run(subscribe(kept))
+    rolled_back_channel = asyncio.run(subscribe(rolled_back))
+    with pytest.raises(RuntimeError), transaction.atomic():
+        backend.cancel([rolled_back])
+        raise RuntimeError("the view failed")
+    backend.cancel([kept])
+    assert asyncio.run(receive(kept_channel, 3))["event"] == {
+        "kind": "status",
+        "status": "cancelled",
+    }
+    with pytest.raises(TimeoutError):
+        asyncio.run(receive(rolled_back_channel, 0.3))
