@@ -386,6 +386,19 @@ def limit_statement_time(*, milliseconds: int) -> Statement[list[Row]]:
     return _statement("limit_statement_time", _rows, milliseconds=milliseconds)
 
 
+def prune_finished(
+    *, statuses: Sequence[str], older_than_seconds: float, limit: int
+) -> Statement[int]:
+    """Delete one batch of old finished jobs; returns how many went."""
+    return _statement(
+        "prune_finished",
+        len,
+        statuses=list(statuses),
+        older_than_seconds=older_than_seconds,
+        limit=limit,
+    )
+
+
 def cancelled_now(statuses: dict[UUID, str]) -> dict[UUID, str]:
     """The jobs a ``cancel`` ended at once (running ones only had cancellation requested)."""
     return {job_id: status for job_id, status in statuses.items() if status == "cancelled"}

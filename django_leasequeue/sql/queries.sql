@@ -298,3 +298,15 @@ SELECT task_path FROM paths WHERE task_path IS NOT NULL LIMIT %(limit)s::integer
 -- name: limit_statement_time
 -- Cancel any statement of the current transaction that runs longer than the given milliseconds.
 SELECT set_config('statement_timeout', %(milliseconds)s::text, true);
+
+-- name: prune_finished
+-- Delete up to %(limit)s jobs that ended (succeeded/failed/cancelled) before the cutoff.
+DELETE FROM leasequeue_job
+WHERE id IN (
+    SELECT id FROM leasequeue_job
+    WHERE status = ANY(%(statuses)s::text[])
+      AND finished_at < now() - make_interval(secs => %(older_than_seconds)s::float8)
+    LIMIT %(limit)s::integer
+    FOR UPDATE SKIP LOCKED
+)
+RETURNING id;

@@ -1,0 +1,64 @@
+"""``manage.py prunejobs``: delete finished jobs older than a cutoff, in batches."""
+
+import argparse
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.tasks import task_backends
+from django.tasks.exceptions import InvalidTaskBackend
+
+from django_leasequeue import protocol
+from django_leasequeue.backend import LeaseQueueBackend
+from django_leasequeue.models import JobStatus
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of days of at least 0")
+    return value
+
+
+class Command(BaseCommand):
+    help = "Delete finished jobs (succeeded, failed, cancelled) older than --days, in batches."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--days",
+            type=_positive_float,
+            required=True,
+            help="Keep jobs that ended more recently.",
+        )
+        parser.add_argument(
+            "--status",
+            action="append",
+            choices=JobStatus.terminal(),
+            help="Only jobs that ended so (repeatable; default: every finished status).",
+        )
+        parser.add_argument("--batch", type=int, default=5000, help="Rows per DELETE statement.")
+        parser.add_argument("--backend", default="default", help="The TASKS alias.")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            backend = task_backends[options["backend"]]
+        except InvalidTaskBackend as exc:
+            raise CommandError(f"--backend {options['backend']!r}: {exc}") from exc
+        if not isinstance(backend, LeaseQueueBackend):
+            raise CommandError(f"TASKS[{options['backend']!r}] is not a LeaseQueueBackend.")
+        if options["batch"] < 1:
+            raise CommandError("--batch must be at least 1.")
+        statement = protocol.prune_finished(
+            statuses=options["status"] or JobStatus.terminal(),
+            older_than_seconds=options["days"] * 86400,
+            limit=options["batch"],
+        )
+        deleted = 0
+        while True:  # short statements, each its own transaction: no long lock on the table
+            batch = protocol.execute(statement, backend.config.database)
+            deleted += batch
+            if batch < options["batch"]:
+                break
+        self.stdout.write(f"Deleted {deleted} finished job(s) older than {options['days']} day(s).")
