@@ -1,5 +1,6 @@
 """``LeaseQueueBackend``: the django.tasks backend that stores jobs in PostgreSQL."""
 
+import json
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
@@ -20,6 +21,7 @@ from django_leasequeue.conf import LeaseQueueOptions
 from django_leasequeue.ids import uuid7_str
 from django_leasequeue.protocol import NewJob
 from django_leasequeue.task import LeaseTask
+from django_leasequeue.task_result import LeaseTaskResult
 from django_leasequeue.wakeup import WakeupSignals
 
 logger = logging.getLogger(__name__)
@@ -138,8 +140,8 @@ class LeaseQueueBackend(BaseTaskBackend):
         return NewJob(
             uuid7_str(),
             task,
-            list(args),
-            dict(kwargs),
+            json.loads(args_json),  # what the worker will see: normalised, like Django's results
+            json.loads(kwargs_json) if kwargs else {},
             args_json,
             kwargs_json,
             max_attempts,
@@ -207,7 +209,7 @@ class LeaseQueueBackend(BaseTaskBackend):
 
 
 def _ready_result(alias: str, job: NewJob, *, enqueued_at: datetime) -> TaskResult:
-    return TaskResult(
+    return LeaseTaskResult(
         task=job.task,
         id=job.id,
         status=TaskResultStatus.READY,

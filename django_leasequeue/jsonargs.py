@@ -20,9 +20,13 @@ def encode_arguments(
 ) -> tuple[str, str]:
     """Encode a call's arguments as JSON; raise InvalidTaskArguments naming the first bad one."""
     try:
-        if _has_non_string_keys(args) or _has_non_string_keys(kwargs):
+        args_json = dumps(list(args))
+        kwargs_json = dumps(dict(kwargs)) if kwargs else "{}"
+        # A dict with non-string keys encodes silently but would come back changed. Walk the
+        # values only where a dict can be: the walk is most of the cost of the common case.
+        if ("{" in args_json and _has_non_string_keys(args)) or _has_non_string_keys(kwargs):
             raise TypeError("dictionary keys must be strings")
-        return dumps(list(args)), dumps(dict(kwargs)) if kwargs else "{}"
+        return args_json, kwargs_json
     except (TypeError, ValueError):
         pass
     named = [(f"args[{i}]", value) for i, value in enumerate(args)]

@@ -9,6 +9,7 @@ from django.tasks.base import TaskError
 from django.utils.module_loading import import_string
 
 from django_leasequeue.models import Job, JobStatus
+from django_leasequeue.task_result import LeaseTaskResult
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +45,7 @@ def build_task_result(job: Job, task: Task) -> TaskResult:
         run_after=job.run_after,
         backend=job.backend,
     )
-    result = TaskResult(
+    result = LeaseTaskResult(
         task=task,
         id=str(job.id),
         status=JobStatus(job.status).django_status,
@@ -81,7 +82,7 @@ def result_from_claim(
 ) -> TaskResult:
     """The TaskResult of a job a worker holds (``job`` is a protocol.ClaimedJob)."""
     task = _task_variant(task, job.priority, job.queue_name, alias)
-    result = TaskResult(
+    result = LeaseTaskResult(
         task=task,
         id=str(job.id),
         status=status,
