@@ -5,7 +5,7 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 from uuid import UUID
 
 from django.db import transaction
@@ -27,6 +27,16 @@ from django_leasequeue.wakeup import WakeupSignals
 logger = logging.getLogger(__name__)
 
 TaskCall = tuple[Task, Sequence[Any], Mapping[str, Any]]
+
+
+class _TaskDefaults(NamedTuple):
+    """What every job of one task stores, resolved once per enqueue."""
+
+    task_path: str
+    max_attempts: int
+    timeout_seconds: float | None
+    backoff_seconds: float
+    keyed: bool
 
 
 class LeaseQueueBackend(BaseTaskBackend):
@@ -80,8 +90,8 @@ class LeaseQueueBackend(BaseTaskBackend):
         A call whose unique key is held by an unfinished job gets that job's result instead
         of a new job. Nothing is written if any call is invalid.
         """
-        validated: dict[int, tuple[int, float | None, float]] = {}
-        new_jobs = [self._new_job(task, args, kwargs, validated) for task, args, kwargs in calls]
+        resolved: dict[int, _TaskDefaults] = {}
+        new_jobs = [self._new_job(task, args, kwargs, resolved) for task, args, kwargs in calls]
         if not new_jobs:
             return []
         using = self.config.database
@@ -128,39 +138,41 @@ class LeaseQueueBackend(BaseTaskBackend):
         task: Task,
         args: Sequence[Any],
         kwargs: Mapping[str, Any],
-        validated: dict[int, tuple[int, float | None, float]],
+        resolved: dict[int, "_TaskDefaults"],
     ) -> NewJob:
-        options = validated.get(id(task))
-        if options is None:  # tasks are immutable: validate and resolve each once per batch
-            options = validated[id(task)] = self._resolved_options(task)
-        args_json, kwargs_json = jsonargs.encode_arguments(task.module_path, args, kwargs)
-        max_attempts, timeout_seconds, backoff_seconds = options
-        keyed = getattr(task, "unique_key", None) is not None
-        unique_key = task.unique_key_for(args, kwargs) if keyed else None
+        defaults = resolved.get(id(task))
+        if defaults is None:  # tasks are immutable: validate and resolve each once per batch
+            defaults = resolved[id(task)] = self._task_defaults(task)
+        args_json, kwargs_json = jsonargs.encode_arguments(defaults.task_path, args, kwargs)
         return NewJob(
             uuid7_str(),
             task,
+            defaults.task_path,
             json.loads(args_json),  # what the worker will see: normalised, like Django's results
             json.loads(kwargs_json) if kwargs else {},
             args_json,
             kwargs_json,
-            max_attempts,
-            timeout_seconds,
-            backoff_seconds,
-            unique_key,
+            defaults.max_attempts,
+            defaults.timeout_seconds,
+            defaults.backoff_seconds,
+            task.unique_key_for(args, kwargs) if defaults.keyed else None,
         )
 
-    def _resolved_options(self, task: Task) -> tuple[int, float | None, float]:
-        """Validate the task; its max_attempts, timeout and backoff, defaults filled in."""
+    def _task_defaults(self, task: Task) -> "_TaskDefaults":
+        """Validate the task; what its jobs store, the backend's defaults filled in."""
         self.validate_task(task)
         if task.backend != self.alias:
             raise InvalidTask(f"Task {task.module_path} is for backend {task.backend!r}.")
         if not isinstance(task, LeaseTask):
-            return self.config.max_attempts, None, self.config.backoff_seconds
-        return (
+            return _TaskDefaults(
+                task.module_path, self.config.max_attempts, None, self.config.backoff_seconds, False
+            )
+        return _TaskDefaults(
+            task.module_path,
             task.max_attempts or self.config.max_attempts,
             task.timeout,
             task.backoff_seconds or self.config.backoff_seconds,
+            task.unique_key is not None,
         )
 
     def _results_holding(self, unique_keys: list[str | None]) -> dict[str, TaskResult]:

@@ -49,6 +49,7 @@ class NewJob(NamedTuple):
 
     id: str  # a UUIDv7, as text (the form TaskResult, COPY and Redis all use)
     task: Task
+    task_path: str
     args: list[Any]
     kwargs: dict[str, Any]
     args_json: str
@@ -147,7 +148,7 @@ def enqueue(jobs: Sequence[NewJob]) -> Statement[dict[str, Row]]:
         "enqueue",
         _by_id,
         ids=[job.id for job in jobs],
-        task_paths=[job.task.module_path for job in jobs],
+        task_paths=[job.task_path for job in jobs],
         queue_names=[job.task.queue_name for job in jobs],
         priorities=[job.task.priority for job in jobs],
         backends=[job.task.backend for job in jobs],
@@ -185,7 +186,7 @@ class JobCopy:
         self._copy.write_row(
             (
                 job.id,
-                task.module_path,
+                job.task_path,
                 task.queue_name,
                 task.priority,
                 task.backend,

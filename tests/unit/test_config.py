@@ -112,3 +112,30 @@ def test_uuid7_is_time_ordered_and_versioned():
     assert all(i.version == 7 and i.variant == uuid.RFC_4122 for i in ids)
     assert [i.int >> 80 for i in ids] == sorted(i.int >> 80 for i in ids)
     assert len(set(ids)) == 1000
+
+
+def test_uuid7_str_is_a_valid_time_ordered_uuid7():
+    from django_leasequeue.ids import uuid7_str
+
+    texts = [uuid7_str() for _ in range(2000)]
+    ids = [uuid.UUID(text) for text in texts]
+    assert [str(i) for i in ids] == texts
+    assert all(i.version == 7 and i.variant == uuid.RFC_4122 for i in ids)
+    assert [i.int >> 80 for i in ids] == sorted(i.int >> 80 for i in ids)
+    assert len(set(texts)) == 2000
+
+
+def test_dumps_is_strict_compact_json():
+    import json
+
+    from django_leasequeue.jsonargs import dumps
+
+    value = {"a": [1, (2, 3)], "b": "é", "c": None, "d": 1.5}
+    assert dumps(value) == json.dumps(value, separators=(",", ":"))
+    for bad in ([float("nan")], [float("inf")], [object()], [b"x"]):
+        with pytest.raises((TypeError, ValueError)):
+            dumps(bad)
+    circular: list = []
+    circular.append(circular)
+    with pytest.raises(ValueError, match="circular"):
+        dumps(circular)
