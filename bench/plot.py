@@ -12,6 +12,7 @@ BARS = [
     ("raw_ceiling", "raw SQL ceiling", "#9e9e9e"),
     ("drain_async", "drain, async task", "#3f51b5"),
     ("drain_sync", "drain, sync task", "#7986cb"),
+    ("raw_copy", "raw COPY (enqueue floor)", "#9e9e9e"),
     ("bulk_enqueue", "bulk enqueue", "#009688"),
 ]
 

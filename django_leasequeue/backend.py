@@ -98,11 +98,13 @@ class LeaseQueueBackend(BaseTaskBackend):
         results: list[TaskResult | None] = [None] * len(new_jobs)
         enqueued, signalled = [], []
         now = timezone.now()
+        alias = self.alias
 
         def accept(index: int, job: NewJob, enqueued_at: datetime) -> None:
-            results[index] = result = _ready_result(self.alias, job, enqueued_at=enqueued_at)
+            results[index] = result = _ready_result(alias, job, enqueued_at)
             enqueued.append(result)
-            if job.task.run_after is None or job.task.run_after <= now:
+            run_after = job.task.run_after
+            if run_after is None or run_after <= now:
                 signalled.append((job.task.queue_name, job.id))
 
         keyed = [(i, job) for i, job in enumerate(new_jobs) if job.unique_key is not None]
@@ -119,10 +121,11 @@ class LeaseQueueBackend(BaseTaskBackend):
                     accept(index, job, row["enqueued_at"])
         if len(keyed) < len(new_jobs):
             with protocol.JobCopy(using) as copy:
+                write, enqueued_at = copy.write, copy.now
                 for index, job in enumerate(new_jobs):
                     if job.unique_key is None:
-                        copy.write(job)  # streams: the server stores rows while we go on
-                        accept(index, job, copy.now)
+                        write(job)  # streams: the server stores rows while we go on
+                        accept(index, job, enqueued_at)
         if enqueued:
             transaction.on_commit(partial(self._committed, enqueued, signalled), using=using)
         return results  # type: ignore[return-value]  (every slot is filled above)
@@ -148,7 +151,7 @@ class LeaseQueueBackend(BaseTaskBackend):
             uuid7_str(),
             task,
             defaults.task_path,
-            json.loads(args_json),  # what the worker will see: normalised, like Django's results
+            jsonargs.decoded(args, args_json),  # normalised, like Django's results
             json.loads(kwargs_json) if kwargs else {},
             args_json,
             kwargs_json,
@@ -220,7 +223,7 @@ class LeaseQueueBackend(BaseTaskBackend):
         return statuses
 
 
-def _ready_result(alias: str, job: NewJob, *, enqueued_at: datetime) -> TaskResult:
+def _ready_result(alias: str, job: NewJob, enqueued_at: datetime) -> TaskResult:
     return LeaseTaskResult(
         task=job.task,
         id=job.id,

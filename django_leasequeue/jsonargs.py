@@ -43,7 +43,9 @@ def encode_arguments(
         kwargs_json = dumps(dict(kwargs)) if kwargs else "{}"
         # A dict with non-string keys encodes silently but would come back changed. Walk the
         # values only where a dict can be: the walk is most of the cost of the common case.
-        if ("{" in args_json and _has_non_string_keys(args)) or _has_non_string_keys(kwargs):
+        if ("{" in args_json and _has_non_string_keys(args)) or (
+            kwargs and _has_non_string_keys(kwargs)
+        ):
             raise TypeError("dictionary keys must be strings")
         return args_json, kwargs_json
     except (TypeError, ValueError):
@@ -61,6 +63,17 @@ def encode_arguments(
                 f"({exc}). Pass ids, strings, numbers, lists and dicts, not objects."
             ) from None
     raise InvalidTaskArguments(f"Cannot enqueue {task_path}: keyword names must be strings.")
+
+
+def decoded(args: Sequence[Any], args_json: str) -> list[Any]:
+    """The arguments as they come back from JSON (what the worker will be called with).
+
+    A flat list of strings, numbers, booleans and None comes back as it went in, so skip the
+    decoding then (bulk enqueue does this once per job).
+    """
+    if "{" in args_json or "[" in args_json[1:]:
+        return json.loads(args_json)
+    return list(args)
 
 
 def _has_non_string_keys(value: Any) -> bool:

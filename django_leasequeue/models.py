@@ -104,7 +104,12 @@ class Job(models.Model):
                 name="leasequeue_job_running",
                 condition=models.Q(status=JobStatus.RUNNING),
             ),
-            models.Index(fields=["status", "finished_at"], name="leasequeue_job_finished"),
+            # Finished jobs only: enqueues and claims (finished_at NULL) skip this index.
+            models.Index(
+                fields=["status", "finished_at"],
+                name="leasequeue_job_finished",
+                condition=models.Q(finished_at__isnull=False),
+            ),
             # Admin: per-queue counts of the summary (index-only) and the status/queue filters.
             # Partial: the bulk of the table, succeeded jobs, is listed through the primary key.
             models.Index(

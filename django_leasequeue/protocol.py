@@ -178,12 +178,13 @@ class JobCopy:
         self._cursor.execute(QUERIES["database_now"].sql)
         self.now: datetime = self._cursor.fetchone()[0]
         self._copy_context = self._cursor.cursor.copy(QUERIES["copy_jobs"].sql)
-        self._copy = self._copy_context.__enter__()
+        self._write_row = self._copy_context.__enter__().write_row
         return self
 
     def write(self, job: NewJob) -> None:
         task = job.task
-        self._copy.write_row(
+        now = self.now
+        self._write_row(
             (
                 job.id,
                 job.task_path,
@@ -192,8 +193,8 @@ class JobCopy:
                 task.backend,
                 job.args_json,
                 job.kwargs_json,
-                task.run_after or self.now,
-                self.now,
+                task.run_after or now,
+                now,
                 job.max_attempts,
                 job.timeout_seconds,
                 job.backoff_seconds,

@@ -139,3 +139,17 @@ def test_dumps_is_strict_compact_json():
     circular.append(circular)
     with pytest.raises(ValueError, match="circular"):
         dumps(circular)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [(1, "a", None, True, 2.5), ((1, 2), "x"), ({"k": (1,)},), ("[not a list]", "{}"), ()],
+)
+def test_decoded_arguments_are_what_json_gives_back(args):
+    import json
+
+    from django_leasequeue.jsonargs import decoded, dumps
+
+    text = dumps(list(args))
+    assert decoded(args, text) == json.loads(text)
+    assert [type(v) for v in decoded(args, text)] == [type(v) for v in json.loads(text)]
