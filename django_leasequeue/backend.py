@@ -18,7 +18,7 @@ from django.utils import timezone
 from django_leasequeue import jsonargs, live, protocol
 from django_leasequeue.checks import check_backend
 from django_leasequeue.conf import LeaseQueueOptions
-from django_leasequeue.ids import uuid7_str
+from django_leasequeue.ids import uuid7_strs
 from django_leasequeue.protocol import NewJob
 from django_leasequeue.task import LeaseTask
 from django_leasequeue.task_result import LeaseTaskResult
@@ -91,7 +91,11 @@ class LeaseQueueBackend(BaseTaskBackend):
         of a new job. Nothing is written if any call is invalid.
         """
         resolved: dict[int, _TaskDefaults] = {}
-        new_jobs = [self._new_job(task, args, kwargs, resolved) for task, args, kwargs in calls]
+        calls = list(calls)
+        new_jobs = [
+            self._new_job(job_id, task, args, kwargs, resolved)
+            for job_id, (task, args, kwargs) in zip(uuid7_strs(len(calls)), calls, strict=True)
+        ]
         if not new_jobs:
             return []
         using = self.config.database
@@ -101,7 +105,20 @@ class LeaseQueueBackend(BaseTaskBackend):
         alias = self.alias
 
         def accept(index: int, job: NewJob, enqueued_at: datetime) -> None:
-            results[index] = result = _ready_result(alias, job, enqueued_at)
+            results[index] = result = LeaseTaskResult(
+                task=job.task,
+                id=job.id,
+                status=TaskResultStatus.READY,
+                enqueued_at=enqueued_at,
+                started_at=None,
+                finished_at=None,
+                last_attempted_at=None,
+                args=job.args,
+                kwargs=job.kwargs,
+                backend=alias,
+                errors=[],
+                worker_ids=[],
+            )
             enqueued.append(result)
             run_after = job.task.run_after
             if run_after is None or run_after <= now:
@@ -138,6 +155,7 @@ class LeaseQueueBackend(BaseTaskBackend):
 
     def _new_job(
         self,
+        job_id: str,
         task: Task,
         args: Sequence[Any],
         kwargs: Mapping[str, Any],
@@ -148,7 +166,7 @@ class LeaseQueueBackend(BaseTaskBackend):
             defaults = resolved[id(task)] = self._task_defaults(task)
         args_json, kwargs_json = jsonargs.encode_arguments(defaults.task_path, args, kwargs)
         return NewJob(
-            uuid7_str(),
+            job_id,
             task,
             defaults.task_path,
             jsonargs.decoded(args, args_json),  # normalised, like Django's results
@@ -221,20 +239,3 @@ class LeaseQueueBackend(BaseTaskBackend):
         statuses = protocol.execute(protocol.cancel(ids), self.config.database)
         live.publish_statuses_on_commit(protocol.cancelled_now(statuses), self.config.database)
         return statuses
-
-
-def _ready_result(alias: str, job: NewJob, enqueued_at: datetime) -> TaskResult:
-    return LeaseTaskResult(
-        task=job.task,
-        id=job.id,
-        status=TaskResultStatus.READY,
-        enqueued_at=enqueued_at,
-        started_at=None,
-        finished_at=None,
-        last_attempted_at=None,
-        args=job.args,
-        kwargs=job.kwargs,
-        backend=alias,
-        errors=[],
-        worker_ids=[],
-    )

@@ -18,15 +18,20 @@ def uuid7() -> uuid.UUID:
     return uuid.UUID(int=_uuid7_int())
 
 
-def uuid7_str() -> str:
-    """``str(uuid7())`` without the integer arithmetic and the UUID object.
+def uuid7_strs(count: int) -> list[str]:
+    """``count`` of ``str(uuid7())``, cheaper: one system call for all the random bits.
 
     Bulk enqueue makes one per job. Layout as in ``_uuid7_int``: 48 bits of milliseconds,
     version 7, 12 random bits, variant 0b10 and 62 random bits.
     """
     unix_ms = time.time_ns() // 1_000_000 & 0xFFFF_FFFF_FFFF
-    rand = os.urandom(10)
-    hex_ = rand.hex()
     stamp = f"{unix_ms:012x}"
-    variant = "89ab"[rand[9] & 0x3]  # 0b10 and two random bits
-    return f"{stamp[:8]}-{stamp[8:]}-7{hex_[:3]}-{variant}{hex_[3:6]}-{hex_[6:18]}"
+    prefix = f"{stamp[:8]}-{stamp[8:]}-7"
+    rand = os.urandom(10 * count)
+    hex_ = rand.hex()
+    ids = []
+    for start in range(0, 20 * count, 20):
+        h = hex_[start : start + 20]
+        variant = "89ab"[rand[start // 2 + 9] & 0x3]  # 0b10 and two random bits
+        ids.append(f"{prefix}{h[:3]}-{variant}{h[3:6]}-{h[6:18]}")
+    return ids

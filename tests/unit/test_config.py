@@ -114,10 +114,10 @@ def test_uuid7_is_time_ordered_and_versioned():
     assert len(set(ids)) == 1000
 
 
-def test_uuid7_str_is_a_valid_time_ordered_uuid7():
-    from django_leasequeue.ids import uuid7_str
+def test_uuid7_strs_are_valid_time_ordered_uuid7s():
+    from django_leasequeue.ids import uuid7_strs
 
-    texts = [uuid7_str() for _ in range(2000)]
+    texts = uuid7_strs(1000) + uuid7_strs(1) + uuid7_strs(999)
     ids = [uuid.UUID(text) for text in texts]
     assert [str(i) for i in ids] == texts
     assert all(i.version == 7 and i.variant == uuid.RFC_4122 for i in ids)
