@@ -11,30 +11,19 @@ from playwright.sync_api import Page, expect, sync_playwright
 
 from django_leasequeue import protocol
 from django_leasequeue.models import Job
+from tests.acceptance.browser import launch_chromium
 from tests.helpers import claim_one, run_in_threads
 from tests.tasks import add, reports_progress
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 
-CHROMIUM = "/usr/bin/chromium"
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 
 
 @pytest.fixture
 def page(live_server):
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium package.")
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-            ],
-        )
+        browser = launch_chromium(playwright)
         context = browser.new_context(viewport={"width": 1800, "height": 1000})
         # The admin's navigation sidebar folded away: the job list gets the width.
         context.add_init_script("localStorage.setItem('django.admin.navSidebarIsOpen', 'false')")

@@ -9,6 +9,7 @@ import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
 from tests.acceptance.asgi_server import Daphne
+from tests.acceptance.browser import launch_chromium
 from tests.progress_tasks import stepped
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
@@ -44,16 +45,7 @@ def launch_browser() -> Iterator[Callable[[], Browser]]:
 
         def launch() -> Browser:
             playwright = stack.enter_context(sync_playwright())
-            browser = playwright.chromium.launch(
-                executable_path="/usr/bin/chromium",
-                args=[
-                    "--no-sandbox",
-                    "--disable-gpu",
-                    "--disable-background-networking",
-                    "--disable-component-update",
-                    "--disable-sync",
-                ],
-            )
+            browser = launch_chromium(playwright)
             stack.callback(browser.close)
             return browser
 
