@@ -1,5 +1,30 @@
-"""django-leasequeue: a django.tasks backend whose jobs live in PostgreSQL under leases."""
+"""django-leasequeue: a django.tasks backend whose jobs live in PostgreSQL under leases.
 
+Everything a project's code needs is importable from here; the backend itself is named in
+settings (``TASKS[...]["BACKEND"] = "django_leasequeue.backend.LeaseQueueBackend"``).
+"""
+
+from django_leasequeue.exceptions import (
+    InvalidTaskArguments,
+    JobTimeout,
+    LeaseExpired,
+    LeaseLost,
+    UnknownTask,
+)
+from django_leasequeue.fencing import fenced_atomic
+from django_leasequeue.runtime.context import JobContext
+from django_leasequeue.status import JobStatus
 from django_leasequeue.task import LeaseTask, task
 
-__all__ = ["LeaseTask", "task"]
+__all__ = [
+    "InvalidTaskArguments",
+    "JobContext",
+    "JobStatus",
+    "JobTimeout",
+    "LeaseExpired",
+    "LeaseLost",
+    "LeaseTask",
+    "UnknownTask",
+    "fenced_atomic",
+    "task",
+]

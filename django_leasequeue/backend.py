@@ -8,21 +8,21 @@ from functools import partial
 from typing import Any, NamedTuple
 from uuid import UUID
 
-from django.db import transaction
-from django.tasks import Task, TaskResult, TaskResultStatus
+from django.db import DEFAULT_DB_ALIAS, transaction
+from django.tasks import Task, TaskResult, TaskResultStatus, task_backends
 from django.tasks.backends.base import BaseTaskBackend
-from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
+from django.tasks.exceptions import InvalidTask, InvalidTaskBackend, TaskResultDoesNotExist
 from django.tasks.signals import task_enqueued
 from django.utils import timezone
 
-from django_leasequeue import jsonargs, live, protocol
-from django_leasequeue.checks import check_backend
-from django_leasequeue.conf import LeaseQueueOptions
+from django_leasequeue import jsonargs, operations, protocol
+from django_leasequeue.checks import check_backend, check_job_database
+from django_leasequeue.conf import BackendConfig
 from django_leasequeue.ids import uuid7_strs
 from django_leasequeue.protocol import NewJob
+from django_leasequeue.results import build_result, result_from_row
 from django_leasequeue.task import LeaseTask
-from django_leasequeue.task_result import LeaseTaskResult
-from django_leasequeue.wakeup import WakeupSignals
+from django_leasequeue.wakeups import Wakeups
 
 logger = logging.getLogger(__name__)
 
@@ -53,8 +53,8 @@ class LeaseQueueBackend(BaseTaskBackend):
 
     def __init__(self, alias: str, params: dict[str, Any]) -> None:
         super().__init__(alias, params)
-        self.config = LeaseQueueOptions.from_options(self.options)
-        self.signals = WakeupSignals(self.config.redis_alias, self.config.key_prefix)
+        self.config = BackendConfig.from_options(self.options)
+        self.wakeups = Wakeups(self.config.redis_alias, self.config.key_prefix)
 
     def validate_task(self, task: Task) -> None:
         super().validate_task(task)
@@ -76,7 +76,11 @@ class LeaseQueueBackend(BaseTaskBackend):
             raise InvalidTask("unique_key must be a string or a callable returning one.")
 
     def check(self, **kwargs: Any) -> list[Any]:
-        return check_backend(self.alias, self.config)
+        job_databases = {backend.config.database for backend in lease_queue_backends()}
+        return [
+            *check_backend(self.alias, self.config),
+            *check_job_database(self.alias, self.config.database, job_databases),
+        ]
 
     # Enqueue
 
@@ -100,29 +104,24 @@ class LeaseQueueBackend(BaseTaskBackend):
             return []
         using = self.config.database
         results: list[TaskResult | None] = [None] * len(new_jobs)
-        enqueued, signalled = [], []
+        enqueued, due = [], []
         now = timezone.now()
         alias = self.alias
 
         def accept(index: int, job: NewJob, enqueued_at: datetime) -> None:
-            results[index] = result = LeaseTaskResult(
-                task=job.task,
-                id=job.id,
+            results[index] = result = build_result(
+                job.task,
+                job_id=job.id,
                 status=TaskResultStatus.READY,
-                enqueued_at=enqueued_at,
-                started_at=None,
-                finished_at=None,
-                last_attempted_at=None,
                 args=job.args,
                 kwargs=job.kwargs,
                 backend=alias,
-                errors=[],
-                worker_ids=[],
+                enqueued_at=enqueued_at,
             )
             enqueued.append(result)
             run_after = job.task.run_after
             if run_after is None or run_after <= now:
-                signalled.append((job.task.queue_name, job.id))
+                due.append((job.task.queue_name, job.id))
 
         keyed = [(i, job) for i, job in enumerate(new_jobs) if job.unique_key is not None]
         if keyed:
@@ -144,14 +143,14 @@ class LeaseQueueBackend(BaseTaskBackend):
                         write(job)  # streams: the server stores rows while we go on
                         accept(index, job, enqueued_at)
         if enqueued:
-            transaction.on_commit(partial(self._committed, enqueued, signalled), using=using)
+            transaction.on_commit(partial(self._committed, enqueued, due), using=using)
         return results  # type: ignore[return-value]  (every slot is filled above)
 
-    def _committed(self, enqueued: list[TaskResult], signalled: list[tuple[str, str]]) -> None:
+    def _committed(self, enqueued: list[TaskResult], due: list[tuple[str, str]]) -> None:
         """After the enqueue commits: Django's ``task_enqueued``, then wake workers."""
         for result in enqueued:
             task_enqueued.send(type(self), task_result=result)
-        self.signals.push(signalled)
+        self.wakeups.push(due)
 
     def _new_job(
         self,
@@ -200,33 +199,26 @@ class LeaseQueueBackend(BaseTaskBackend):
         """Results of the unfinished jobs that hold these unique keys (they won the insert)."""
         if not unique_keys:
             return {}
-        from django_leasequeue.models import Job, JobStatus
-
-        jobs = Job.objects.using(self.config.database).filter(
-            unique_key__in=unique_keys, status__in=JobStatus.unfinished()
+        rows = protocol.execute(
+            protocol.unfinished_by_unique_key(unique_keys), self.config.database
         )
-        found = {job.unique_key: self._result_for_job(job) for job in jobs}
-        missing = set(unique_keys) - set(found)
+        missing = set(unique_keys) - set(rows)
         if missing:
             # The holder finished between our insert and this read: the caller may simply retry.
             raise InvalidTask(f"Unique key(s) {sorted(missing)} changed hands; enqueue again.")
-        return found
+        return {key: result_from_row(row) for key, row in rows.items()}
 
     # Results
 
     def get_result(self, result_id: str) -> TaskResult:
-        from django_leasequeue.models import Job
-
         try:
-            job = Job.objects.using(self.config.database).get(pk=UUID(str(result_id)))
-        except (ValueError, Job.DoesNotExist):
+            job_id = UUID(str(result_id))
+        except ValueError:
             raise TaskResultDoesNotExist(f"No job with id {result_id!r}.") from None
-        return self._result_for_job(job)
-
-    def _result_for_job(self, job: Any) -> TaskResult:
-        from django_leasequeue.results import build_task_result, task_for_path
-
-        return build_task_result(job, task_for_path(job.task_path))
+        rows = protocol.execute(protocol.job_results([job_id]), self.config.database)
+        if not rows:
+            raise TaskResultDoesNotExist(f"No job with id {result_id!r}.")
+        return result_from_row(rows[0])
 
     # Operator and caller actions
 
@@ -235,7 +227,26 @@ class LeaseQueueBackend(BaseTaskBackend):
 
         Returns the jobs changed, each with its status now (``running`` = cancel requested).
         """
-        ids = [UUID(str(result_id)) for result_id in result_ids]
-        statuses = protocol.execute(protocol.cancel(ids), self.config.database)
-        live.publish_statuses_on_commit(protocol.cancelled_now(statuses), self.config.database)
-        return statuses
+        return operations.cancel_jobs(result_ids, self.config.database)
+
+
+def lease_queue_backend(alias: str) -> LeaseQueueBackend:
+    """``TASKS[alias]``; raises InvalidTaskBackend naming the problem when it is not ours."""
+    backend = task_backends[alias]  # raises InvalidTaskBackend for an unknown alias
+    if not isinstance(backend, LeaseQueueBackend):
+        raise InvalidTaskBackend(
+            f"TASKS[{alias!r}] is {type(backend).__name__}, not LeaseQueueBackend."
+        )
+    return backend
+
+
+def lease_queue_backends() -> list[LeaseQueueBackend]:
+    """Every backend in ``TASKS`` that is a LeaseQueueBackend (instantiating them)."""
+    return [backend for backend in task_backends.all() if isinstance(backend, LeaseQueueBackend)]
+
+
+def job_database() -> str:
+    """The ``DATABASES`` alias of the job table: the ``database`` option of the configured
+    lease-queue backends (check ``leasequeue.E005`` makes sure they agree)."""
+    databases = {backend.config.database for backend in lease_queue_backends()}
+    return databases.pop() if len(databases) == 1 else DEFAULT_DB_ALIAS

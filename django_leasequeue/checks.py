@@ -1,14 +1,15 @@
-"""System checks of a LeaseQueueBackend's configuration (run through Django's tasks checks)."""
+"""System checks of a LeaseQueueBackend's configuration, run by Django's task checks through
+``LeaseQueueBackend.check()`` (``manage.py check``, and before ``runworkers`` starts)."""
 
 from django.apps import apps
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Warning
 from django.db import connections
 
-from django_leasequeue.conf import LeaseQueueOptions
+from django_leasequeue.conf import BackendConfig
 
 
-def check_backend(alias: str, options: LeaseQueueOptions) -> list[CheckMessage]:
+def check_backend(alias: str, config: BackendConfig) -> list[CheckMessage]:
     where = f"TASKS[{alias!r}]"
     messages: list[CheckMessage] = []
     if not apps.is_installed("django_leasequeue"):
@@ -19,25 +20,40 @@ def check_backend(alias: str, options: LeaseQueueOptions) -> list[CheckMessage]:
                 id="leasequeue.E004",
             )
         )
-    if options.database not in settings.DATABASES:
+    if config.database not in settings.DATABASES:
         messages.append(
             Error(
-                f"{where} OPTIONS database {options.database!r} is not in DATABASES.",
+                f"{where} OPTIONS database {config.database!r} is not in DATABASES.",
                 id="leasequeue.E002",
             )
         )
-    elif connections[options.database].vendor != "postgresql":
+    elif connections[config.database].vendor != "postgresql":
         messages.append(
             Error(
-                f"{where} needs PostgreSQL; DATABASES[{options.database!r}] is "
-                f"{connections[options.database].vendor}.",
+                f"{where} needs PostgreSQL; DATABASES[{config.database!r}] is "
+                f"{connections[config.database].vendor}.",
                 hint="The lease protocol relies on FOR UPDATE SKIP LOCKED and jsonb.",
                 id="leasequeue.E001",
             )
         )
-    if options.redis_alias is not None:
-        messages.extend(_check_redis_cache(where, options.redis_alias))
+    if config.redis_alias is not None:
+        messages.extend(_check_redis_cache(where, config.redis_alias))
     return messages
+
+
+def check_job_database(alias: str, database: str, job_databases: set[str]) -> list[CheckMessage]:
+    """Every lease-queue backend must keep its jobs in the same database: the admin, the progress
+    views and the operator actions read one job table."""
+    if len(job_databases) <= 1:
+        return []
+    return [
+        Error(
+            f"TASKS[{alias!r}] keeps its jobs in {database!r}, but the lease-queue backends "
+            f"disagree: {sorted(job_databases)}.",
+            hint="Give every LeaseQueueBackend the same OPTIONS['database'].",
+            id="leasequeue.E005",
+        )
+    ]
 
 
 def _check_redis_cache(where: str, redis_alias: str) -> list[CheckMessage]:

@@ -1,4 +1,7 @@
-"""The backend's options, read from ``TASKS[alias]["OPTIONS"]``, with documented defaults."""
+"""A backend's config: the ``TASKS[alias]["OPTIONS"]`` the user wrote, validated, with defaults.
+
+"Options" are what the user wrote; "config" is the parsed object the app reads.
+"""
 
 from dataclasses import dataclass, fields
 from typing import Any, Self
@@ -7,8 +10,11 @@ from django.core.exceptions import ImproperlyConfigured
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class LeaseQueueOptions:
-    """Every option the backend understands; keys in ``OPTIONS`` are these field names."""
+class BackendConfig:
+    """A backend's validated configuration, parsed from what the user wrote in ``OPTIONS``.
+
+    Its field names are the keys ``OPTIONS`` accepts; each comment is the documented default's why.
+    """
 
     # DATABASES alias holding the job table.
     database: str = "default"

@@ -3,46 +3,10 @@
 from django.db import models
 from django.db.models import Value
 from django.db.models.functions import Now
-from django.tasks import TaskResultStatus
 from django.utils.translation import gettext_lazy as _
 
 from django_leasequeue.ids import uuid7
-
-
-class JobStatus(models.TextChoices):
-    QUEUED = "queued", _("Queued")
-    RUNNING = "running", _("Running")
-    RETRYING = "retrying", _("Retrying")
-    SUCCEEDED = "succeeded", _("Succeeded")
-    FAILED = "failed", _("Failed")
-    CANCELLED = "cancelled", _("Cancelled")
-
-    @classmethod
-    def claimable(cls) -> list[str]:
-        return [cls.QUEUED, cls.RETRYING]
-
-    @classmethod
-    def unfinished(cls) -> list[str]:
-        return [cls.QUEUED, cls.RETRYING, cls.RUNNING]
-
-    @classmethod
-    def terminal(cls) -> list[str]:
-        return [cls.SUCCEEDED, cls.FAILED, cls.CANCELLED]
-
-    @property
-    def django_status(self) -> TaskResultStatus:
-        """The status Django's Tasks API reports for this one (DESIGN §3)."""
-        return _DJANGO_STATUS[self]
-
-
-_DJANGO_STATUS = {
-    JobStatus.QUEUED: TaskResultStatus.READY,
-    JobStatus.RETRYING: TaskResultStatus.READY,
-    JobStatus.RUNNING: TaskResultStatus.RUNNING,
-    JobStatus.SUCCEEDED: TaskResultStatus.SUCCESSFUL,
-    JobStatus.FAILED: TaskResultStatus.FAILED,
-    JobStatus.CANCELLED: TaskResultStatus.FAILED,
-}
+from django_leasequeue.status import JobStatus
 
 
 class Job(models.Model):

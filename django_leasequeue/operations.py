@@ -1,6 +1,7 @@
 """Operator actions on jobs: retry, cancel, release lease, delete.
 
-Each action is one conditional statement of the protocol per batch of ids, so it is race-safe
+Each action runs on the job database ``using`` (the backend's ``database`` option) as one
+conditional statement of the protocol per batch of ids, so it is race-safe
 with running workers: it changes only the jobs whose status allows it at that instant, and a
 worker's fenced write that loses the race is dropped. The jobs an action skipped are explained
 afterwards from the status they have now.
@@ -13,14 +14,14 @@ from functools import partial
 from itertools import batched
 from uuid import UUID
 
-from django.db import IntegrityError, router, transaction
-from django.tasks import task_backends
-from django.tasks.exceptions import InvalidTaskBackend
+from django.db import IntegrityError, transaction
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
-from django_leasequeue import live, protocol
-from django_leasequeue.models import Job, JobStatus
+from django_leasequeue import protocol
+from django_leasequeue.progress.events import publish_statuses_on_commit
+from django_leasequeue.status import JobStatus
+from django_leasequeue.wakeups import wakeups_of_backend
 
 # Ids per statement: keeps each statement's array parameter and row locks bounded.
 BATCH_SIZE = 1000
@@ -91,44 +92,35 @@ _DELETE_SKIPS = {JobStatus.RUNNING: gettext_lazy("running: cancel it or release 
 _GONE = gettext_lazy("no longer exists")
 
 
-def _database() -> str:
-    return router.db_for_write(Job)
-
-
 def _explain_skipped(
     report: ActionReport, ids: Iterable[UUID], reasons: dict[str, str], using: str
 ) -> None:
     """Count each skipped job under the reason its current status gives."""
     ids = list(ids)
-    statuses = dict(Job.objects.using(using).filter(pk__in=ids).values_list("pk", "status"))
+    statuses = protocol.execute(protocol.job_statuses(ids), using)
     for job_id in ids:
         status = statuses.get(job_id)
         report.skipped[str(_GONE if status is None else reasons.get(status, status))] += 1
 
 
-def _signal_on_commit(rows: Sequence[protocol.Row], using: str) -> None:
+def _wake_on_commit(rows: Sequence[protocol.Row], using: str) -> None:
     """Wake workers for jobs that became claimable, through each job's own backend."""
-    from django_leasequeue.backend import LeaseQueueBackend
-
     by_backend: dict[str, list[tuple[str, str]]] = {}
     for row in rows:
         by_backend.setdefault(row["backend"], []).append((row["queue_name"], str(row["id"])))
     for alias, jobs in by_backend.items():
-        try:
-            backend = task_backends[alias]
-        except InvalidTaskBackend:
-            continue  # not configured here: its workers find the jobs by polling
-        if isinstance(backend, LeaseQueueBackend):
-            transaction.on_commit(partial(backend.signals.push, jobs), using=using)
+        wakeups = wakeups_of_backend(alias)
+        if wakeups is not None:
+            transaction.on_commit(partial(wakeups.push, jobs), using=using)
 
 
 def _run(
     ids: Iterable[UUID | str],
     apply: Callable[[list[UUID], str, ActionReport], set[UUID]],
     reasons: dict[str, str],
+    using: str,
 ) -> ActionReport:
     """Apply an action batch by batch in one transaction, then explain what it skipped."""
-    using = _database()
     report = ActionReport()
     unique_ids = list(dict.fromkeys(UUID(str(job_id)) for job_id in ids))
     with transaction.atomic(using=using):
@@ -139,17 +131,17 @@ def _run(
     return report
 
 
-def retry(ids: Iterable[UUID | str]) -> ActionReport:
+def retry(ids: Iterable[UUID | str], using: str) -> ActionReport:
     """Failed/cancelled jobs → queued now, attempts reset, error history kept; workers signalled."""
 
     def apply(batch: list[UUID], using: str, report: ActionReport) -> set[UUID]:
         rows = _retry_rows(batch, using)
         report.changed[_("retried")] += len(rows)
-        _signal_on_commit(rows, using)
-        live.publish_statuses_on_commit({row["id"]: JobStatus.QUEUED for row in rows}, using)
+        _wake_on_commit(rows, using)
+        publish_statuses_on_commit({row["id"]: JobStatus.QUEUED for row in rows}, using)
         return {row["id"] for row in rows}
 
-    return _run(ids, apply, _RETRY_SKIPS)
+    return _run(ids, apply, _RETRY_SKIPS, using)
 
 
 def _retry_rows(batch: list[UUID], using: str) -> list[protocol.Row]:
@@ -173,21 +165,31 @@ def _retry_rows(batch: list[UUID], using: str) -> list[protocol.Row]:
         return rows
 
 
-def cancel(ids: Iterable[UUID | str]) -> ActionReport:
+def cancel_jobs(ids: Iterable[UUID | str], using: str) -> dict[UUID, str]:
+    """The cancel statement, and open pages told of the jobs it ended, on commit.
+
+    Returns each changed job's status now: ``cancelled``, or ``running`` for a running job
+    whose worker was asked to stop (it ends cancelled at its next heartbeat).
+    """
+    statuses = protocol.execute(protocol.cancel([UUID(str(job_id)) for job_id in ids]), using)
+    publish_statuses_on_commit(protocol.cancelled_now(statuses), using)
+    return statuses
+
+
+def cancel(ids: Iterable[UUID | str], using: str) -> ActionReport:
     """Queued/retrying jobs → cancelled; running ones get cancel_requested for their worker."""
 
     def apply(batch: list[UUID], using: str, report: ActionReport) -> set[UUID]:
-        statuses = protocol.execute(protocol.cancel(batch), using)
-        live.publish_statuses_on_commit(protocol.cancelled_now(statuses), using)
+        statuses = cancel_jobs(batch, using)
         for status in statuses.values():
             outcome = _("cancelled") if status == JobStatus.CANCELLED else _("asked to cancel")
             report.changed[outcome] += 1
         return set(statuses)
 
-    return _run(ids, apply, _FINISHED)
+    return _run(ids, apply, _FINISHED, using)
 
 
-def release(ids: Iterable[UUID | str]) -> ActionReport:
+def release(ids: Iterable[UUID | str], using: str) -> ActionReport:
     """Running jobs (of a worker known dead) → retrying now; the old worker is fenced out."""
 
     def apply(batch: list[UUID], using: str, report: ActionReport) -> set[UUID]:
@@ -195,14 +197,14 @@ def release(ids: Iterable[UUID | str]) -> ActionReport:
         for row in rows:
             released = row["status"] == JobStatus.RETRYING
             report.changed[_("released") if released else _("cancelled (cancel requested)")] += 1
-        _signal_on_commit([row for row in rows if row["status"] == JobStatus.RETRYING], using)
-        live.publish_statuses_on_commit({row["id"]: row["status"] for row in rows}, using)
+        _wake_on_commit([row for row in rows if row["status"] == JobStatus.RETRYING], using)
+        publish_statuses_on_commit({row["id"]: row["status"] for row in rows}, using)
         return {row["id"] for row in rows}
 
-    return _run(ids, apply, _RELEASE_SKIPS)
+    return _run(ids, apply, _RELEASE_SKIPS, using)
 
 
-def delete(ids: Iterable[UUID | str]) -> ActionReport:
+def delete(ids: Iterable[UUID | str], using: str) -> ActionReport:
     """Delete jobs that no worker holds."""
 
     def apply(batch: list[UUID], using: str, report: ActionReport) -> set[UUID]:
@@ -210,4 +212,4 @@ def delete(ids: Iterable[UUID | str]) -> ActionReport:
         report.changed[_("deleted")] += len(deleted)
         return deleted
 
-    return _run(ids, apply, _DELETE_SKIPS)
+    return _run(ids, apply, _DELETE_SKIPS, using)

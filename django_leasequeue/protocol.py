@@ -19,6 +19,7 @@ from django.tasks import Task
 
 from django_leasequeue import jsonargs
 from django_leasequeue.sql import QUERIES, Query
+from django_leasequeue.status import JobStatus
 
 Row = dict[str, Any]
 
@@ -347,6 +348,38 @@ def _new_statuses(rows: list[Row]) -> dict[UUID, str]:
     return {row["id"]: row["status"] for row in rows}
 
 
+def job_results(ids: Sequence[UUID]) -> Statement[list[Row]]:
+    """Rows to build TaskResults from (``results.result_from_row``); jsonb comes back as text."""
+    return _statement("job_results", _rows, ids=list(ids))
+
+
+def unfinished_by_unique_key(unique_keys: Sequence[str]) -> Statement[dict[str, Row]]:
+    """``unique_key -> row`` (as ``job_results``) of the unfinished jobs holding these keys."""
+    return _statement(
+        "unfinished_by_unique_key",
+        _by_unique_key,
+        unique_keys=list(unique_keys),
+    )
+
+
+def _by_unique_key(rows: list[Row]) -> dict[str, Row]:
+    return {row.pop("unique_key"): row for row in rows}
+
+
+def job_statuses(ids: Sequence[UUID]) -> Statement[dict[UUID, str]]:
+    """The status each of these jobs has now; a deleted job is missing from the answer."""
+    return _statement("job_statuses", _new_statuses, ids=list(ids))
+
+
+def job_progress(job_id: UUID) -> Statement[Row | None]:
+    """``{id, status, progress, attempt}`` of one job (progress as JSON text), or None."""
+    return _statement("job_progress", _first_or_none, id=job_id)
+
+
+def _first_or_none(rows: list[Row]) -> Row | None:
+    return rows[0] if rows else None
+
+
 def cancel(ids: Sequence[UUID]) -> Statement[dict[UUID, str]]:
     """Returns the status each changed job is now in (``cancelled``, or ``running`` = requested)."""
     return _statement("cancel", _new_statuses, ids=list(ids))
@@ -403,7 +436,7 @@ def prune_finished(
 
 def cancelled_now(statuses: dict[UUID, str]) -> dict[UUID, str]:
     """The jobs a ``cancel`` ended at once (running ones only had cancellation requested)."""
-    return {job_id: status for job_id, status in statuses.items() if status == "cancelled"}
+    return {job_id: status for job_id, status in statuses.items() if status == JobStatus.CANCELLED}
 
 
 def _swept(rows: list[Row]) -> list[SweptJob]:

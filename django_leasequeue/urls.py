@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from django_leasequeue import views
+from django_leasequeue.progress import views
 
 app_name = "leasequeue"
 

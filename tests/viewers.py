@@ -6,7 +6,7 @@ from django.contrib.auth.models import Permission, User
 from django.core import signing
 from django.test import Client
 
-from django_leasequeue import tokens
+from django_leasequeue.progress import access
 
 
 def staff_user(*, can_view: bool, username: str = "staff") -> User:
@@ -25,11 +25,11 @@ def session_cookie(user: User) -> bytes:
 
 def aged_token(job_id, age_seconds: float) -> str:
     """A genuine token for ``job_id``, signed as if ``age_seconds`` ago."""
-    signer = signing.TimestampSigner(salt=tokens._SALT)
+    signer = signing.TimestampSigner(salt=access._SALT)
     signed_at = signing.b62_encode(int(time.time() - age_seconds))
-    return signing.Signer(salt=tokens._SALT).sign(f"{job_id}{signer.sep}{signed_at}")
+    return signing.Signer(salt=access._SALT).sign(f"{job_id}{signer.sep}{signed_at}")
 
 
 def forged_token(job_id) -> str:
     """A well-formed token for ``job_id`` signed with a key the server does not have."""
-    return signing.TimestampSigner(key="not-the-secret-key", salt=tokens._SALT).sign(str(job_id))
+    return signing.TimestampSigner(key="not-the-secret-key", salt=access._SALT).sign(str(job_id))

@@ -4,6 +4,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from enum import StrEnum
 from typing import Any
 
 from django_leasequeue import jsonargs, protocol
@@ -16,7 +17,7 @@ logger = logging.getLogger(__name__)
 Publish = Callable[[Any, dict[str, Any]], Awaitable[None]]
 
 
-class StopReason:
+class StopReason(StrEnum):
     """Why the worker cancelled a job's coroutine; decides what it writes afterwards."""
 
     LEASE_LOST = "lease lost"  # write nothing: another worker owns the job now
@@ -38,7 +39,7 @@ class JobHandle:
         self.db = db
         self.loop = asyncio.get_running_loop()
         self.checkpoint: Any = job.checkpoint
-        self.stop_reason: str | None = None
+        self.stop_reason: StopReason | None = None
         self.completed_in_fence = False
         self.task: asyncio.Task | None = None
         # Whether a browser page follows this job live; refreshed by the worker.
@@ -48,12 +49,13 @@ class JobHandle:
         self._last_progress_at = 0.0
         self._pending_progress: tuple[float, float | None, str] | None = None
         self._flush_timer: asyncio.TimerHandle | None = None
+        self._flush_task: asyncio.Task[bool] | None = None
 
     @property
     def lease_lost(self) -> bool:
         return self.stop_reason == StopReason.LEASE_LOST
 
-    def stop(self, reason: str) -> None:
+    def stop(self, reason: StopReason) -> None:
         """Cancel the job's coroutine (once); the runner reads ``stop_reason`` to finish it."""
         if self.stop_reason is None:
             self.stop_reason = reason
@@ -73,7 +75,8 @@ class JobHandle:
 
     def _schedule_flush(self) -> None:
         self._flush_timer = None
-        self.loop.create_task(self.flush_progress())
+        # Keep a reference: the loop holds tasks weakly, and a dropped one may vanish mid-write.
+        self._flush_task = self.loop.create_task(self.flush_progress())
 
     async def flush_progress(self) -> bool:
         pending, self._pending_progress = self._pending_progress, None

@@ -39,16 +39,17 @@ def worker_main(config: WorkerConfig) -> None:
 
 
 async def _run(config: WorkerConfig) -> int:
-    from django.tasks import task_backends
+    # Imported here, not at the top: a spawned child imports this module to find worker_main
+    # before Django is set up, and the app's modules need the settings.
+    from django.tasks.exceptions import InvalidTaskBackend
 
-    from django_leasequeue.backend import LeaseQueueBackend
+    from django_leasequeue.backend import lease_queue_backend
     from django_leasequeue.runtime.worker import Worker
 
-    backend = task_backends[config.backend_alias]
-    if not isinstance(backend, LeaseQueueBackend):
-        logging.getLogger(__name__).error(
-            "TASKS[%r] is %s, not a LeaseQueueBackend.", config.backend_alias, type(backend)
-        )
+    try:
+        backend = lease_queue_backend(config.backend_alias)
+    except InvalidTaskBackend as exc:
+        logging.getLogger(__name__).error("%s", exc)
         return 2
     worker = Worker(backend, config)
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, worker.request_stop)

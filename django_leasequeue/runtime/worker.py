@@ -9,22 +9,23 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
-from django.tasks import Task
+from django.tasks import Task, TaskResult, TaskResultStatus
 from django.tasks.signals import task_finished, task_started
 from redis.exceptions import RedisError
 
-from django_leasequeue import live, protocol
+from django_leasequeue import protocol
 from django_leasequeue.backend import LeaseQueueBackend
-from django_leasequeue.models import JobStatus
+from django_leasequeue.progress.events import apublish
 from django_leasequeue.protocol import ClaimedJob
-from django_leasequeue.results import result_from_claim
+from django_leasequeue.results import build_result, task_variant
 from django_leasequeue.runtime.completions import CompletionBatcher
 from django_leasequeue.runtime.config import WorkerConfig
 from django_leasequeue.runtime.context import JobContext
 from django_leasequeue.runtime.database import Database
 from django_leasequeue.runtime.execution import Outcome, execute, resolve
 from django_leasequeue.runtime.handle import JobHandle, StopReason
-from django_leasequeue.runtime.signals import SignalDispatcher
+from django_leasequeue.runtime.task_signals import TaskSignalDispatcher
+from django_leasequeue.status import JobStatus
 
 logger = logging.getLogger(__name__)
 
@@ -39,22 +40,22 @@ def new_worker_id() -> str:
 class Worker:
     def __init__(self, backend: LeaseQueueBackend, config: WorkerConfig) -> None:
         self.backend = backend
-        self.options = backend.config
+        self.backend_config = backend.config
         self.config = config
         self.worker_id = new_worker_id()
         self.queues = None if config.queues is None else list(config.queues)
         # Redis lists to wait on: the named queues, or every queue the backend declares.
-        self.signal_queues = self.queues or sorted(backend.queues)
-        self.use_signals = backend.signals.enabled and bool(self.signal_queues) and not config.burst
+        self.wakeup_queues = self.queues or sorted(backend.queues)
+        self.use_wakeups = backend.wakeups.enabled and bool(self.wakeup_queues) and not config.burst
         self.db = Database(
-            self.options.database,
-            prepared_statements=self.options.prepared_statements,
+            self.backend_config.database,
+            prepared_statements=self.backend_config.prepared_statements,
             name="work",
         )
         # Heartbeats and sweeps get their own connection so claims never delay them.
         self.beat_db = Database(
-            self.options.database,
-            prepared_statements=self.options.prepared_statements,
+            self.backend_config.database,
+            prepared_statements=self.backend_config.prepared_statements,
             name="heartbeat",
         )
         self.completions = CompletionBatcher(self.db)
@@ -64,7 +65,7 @@ class Worker:
         # One thread blocks on BLPOP; the other makes short Redis calls that must not wait.
         self.redis_thread = ThreadPoolExecutor(1, thread_name_prefix="leasequeue-redis-wait")
         self.redis_calls = ThreadPoolExecutor(1, thread_name_prefix="leasequeue-redis")
-        self.django_signals = SignalDispatcher(type(backend))
+        self.task_signals = TaskSignalDispatcher(type(backend))
         self.stopping = asyncio.Event()
         self.hard_stop = asyncio.Event()
         self._slot_freed = asyncio.Event()
@@ -85,18 +86,18 @@ class Worker:
 
     async def run(self) -> None:
         logger.info(
-            "Worker %s: queues=%s concurrency=%d signals=%s",
+            "Worker %s: queues=%s concurrency=%d wakeups=%s",
             self.worker_id,
             ",".join(self.queues) if self.queues else "*",
             self.config.concurrency,
-            "redis" if self.use_signals else "off (polling)",
+            "redis" if self.use_wakeups else "off (polling)",
         )
         await self._sweep_once()
         services = [
             asyncio.create_task(self._heartbeat_loop(), name="heartbeat"),
             asyncio.create_task(self._sweep_loop(), name="sweep"),
             asyncio.create_task(self.completions.run(), name="completions"),
-            asyncio.create_task(self.django_signals.run(), name="django-signals"),
+            asyncio.create_task(self.task_signals.run(), name="task-signals"),
         ]
         try:
             await self._claim_loop()
@@ -106,7 +107,7 @@ class Worker:
                 service.cancel()
             await asyncio.gather(*services, return_exceptions=True)
             await self.completions.flush()
-            await self.django_signals.flush()
+            await self.task_signals.flush()
             await self.db.close()
             await self.beat_db.close()
             self.redis_thread.shutdown(wait=False, cancel_futures=True)
@@ -139,26 +140,26 @@ class Worker:
                 await self._slot_freed.wait()
                 continue
             claimed: list[ClaimedJob] = []
-            signalled = False
-            if self.use_signals and time.monotonic() >= self._redis_retry_at:
-                ids = await self._pop_signals(free)
-                signalled = ids is not None and len(ids) > 0
+            woken = False
+            if self.use_wakeups and time.monotonic() >= self._redis_retry_at:
+                ids = await self._pop_wakeups(free)
+                woken = ids is not None and len(ids) > 0
                 if ids:
                     claimed = await self.db.run(self._claim_by_ids(ids))
-            poll_due = time.monotonic() - last_poll >= self.options.poll_seconds
-            if not claimed and (not signalled or poll_due):
+            poll_due = time.monotonic() - last_poll >= self.backend_config.poll_seconds
+            if not claimed and (not woken or poll_due):
                 last_poll = time.monotonic()
                 claimed = await self.db.run(
                     protocol.claim_batch(
                         self.queues,
                         free,
                         worker_id=self.worker_id,
-                        lease_seconds=self.options.lease_seconds,
+                        lease_seconds=self.backend_config.lease_seconds,
                     )
                 )
             if claimed:
                 await self._refresh_watched([self._start(job) for job in claimed])
-            if claimed or signalled:
+            if claimed or woken:
                 continue
             if self.config.burst:
                 if not self.inflight:
@@ -166,24 +167,24 @@ class Worker:
                     return
                 self._slot_freed.clear()
                 await self._slot_freed.wait()
-            elif not self.use_signals or self._redis_down:
-                await self._sleep_unless_stopping(self.options.poll_seconds)
+            elif not self.use_wakeups or self._redis_down:
+                await self._sleep_unless_stopping(self.backend_config.poll_seconds)
 
     def _claim_by_ids(self, ids: list[uuid.UUID]) -> protocol.Statement[list[ClaimedJob]]:
         return protocol.claim_by_ids(
-            ids, worker_id=self.worker_id, lease_seconds=self.options.lease_seconds
+            ids, worker_id=self.worker_id, lease_seconds=self.backend_config.lease_seconds
         )
 
-    async def _pop_signals(self, count: int) -> list[uuid.UUID] | None:
+    async def _pop_wakeups(self, count: int) -> list[uuid.UUID] | None:
         """Ids popped from Redis (garbage dropped); None when Redis is unreachable."""
         loop = asyncio.get_running_loop()
         try:
             raw = await loop.run_in_executor(
                 self.redis_thread,
-                self.backend.signals.pop,
-                self.signal_queues,
+                self.backend.wakeups.pop,
+                self.wakeup_queues,
                 count,
-                self.options.poll_seconds,
+                self.backend_config.poll_seconds,
             )
         except RedisError as exc:
             if not self._redis_down:
@@ -192,14 +193,14 @@ class Worker:
             self._redis_retry_at = time.monotonic() + _REDIS_RETRY_SECONDS
             return None
         if self._redis_down:
-            logger.warning("Redis is back: waiting on signals again.")
+            logger.warning("Redis is back: waiting on wakeups again.")
             self._redis_down = False
         ids = []
         for item in raw:
             try:
                 ids.append(uuid.UUID(item.decode()))
             except (ValueError, UnicodeDecodeError):
-                logger.warning("Dropped a signal that is not a job id: %r", item[:100])
+                logger.warning("Dropped a wakeup that is not a job id: %r", item[:100])
         return ids
 
     async def _sleep_unless_stopping(self, seconds: float) -> None:
@@ -212,8 +213,8 @@ class Worker:
         handle = JobHandle(
             job,
             db=self.db,
-            progress_interval=self.options.progress_interval_seconds,
-            publish=live.apublish,
+            progress_interval=self.backend_config.progress_interval_seconds,
+            publish=apublish,
         )
         self.inflight[job.id] = handle
         runner = asyncio.create_task(self._run(handle), name=f"job-{job.id}")
@@ -228,12 +229,12 @@ class Worker:
         A job that gains a viewer publishes its running status, so the page is up to date.
         """
         ids = [str(handle.job.id) for handle in handles]
-        if not self.backend.signals.enabled:
+        if not self.backend.wakeups.enabled:
             watched = set(ids)
         else:
             try:
                 watched = await asyncio.get_running_loop().run_in_executor(
-                    self.redis_calls, self.backend.signals.watched, ids
+                    self.redis_calls, self.backend.wakeups.watched, ids
                 )
             except RedisError:
                 return  # keep the last answer; viewers' periodic database checks cover the gap
@@ -250,9 +251,11 @@ class Worker:
             if isinstance(task, Outcome):
                 await self._record(handle, None, task)
                 return
-            running = result_from_claim(job, task, self.backend.alias)
-            self.django_signals.emit(task_started, running)
-            context = JobContext(task_result=running, handle=handle, database=self.options.database)
+            running = self._task_result(job, task, TaskResultStatus.RUNNING)
+            self.task_signals.emit(task_started, running)
+            context = JobContext(
+                task_result=running, handle=handle, database=self.backend_config.database
+            )
             handle.task = asyncio.create_task(execute(task, job, context, self.threads))
             try:
                 outcome = await handle.task
@@ -282,7 +285,7 @@ class Worker:
         elif await self.db.run(protocol.release(handle.lease)):
             logger.info("Job %s: released for another worker (shutdown).", job.id)
             await asyncio.get_running_loop().run_in_executor(
-                self.redis_calls, self.backend.signals.push, [(job.queue_name, str(job.id))]
+                self.redis_calls, self.backend.wakeups.push, [(job.queue_name, str(job.id))]
             )
             await handle.publish({"kind": "status", "status": JobStatus.RETRYING})
 
@@ -298,7 +301,7 @@ class Worker:
                 protocol.fail(
                     handle.lease,
                     retryable=outcome.retryable,
-                    backoff_cap_seconds=self.options.backoff_cap_seconds,
+                    backoff_cap_seconds=self.backend_config.backoff_cap_seconds,
                     **outcome.error,
                 )
             )
@@ -312,7 +315,9 @@ class Worker:
                     job.task_path,
                     job.attempt,
                     outcome.error["message"],
-                    f"; retry at {failed.run_after:%H:%M:%S}" if status == "retrying" else "",
+                    f"; retry at {failed.run_after:%H:%M:%S}"
+                    if status == JobStatus.RETRYING
+                    else "",
                 )
         if not applied:
             logger.warning("Job %s: lease lost before its outcome was written; discarded.", job.id)
@@ -329,27 +334,53 @@ class Worker:
         if status == JobStatus.RETRYING:
             return
         errors = [outcome.error] if outcome and outcome.error else []
-        result = result_from_claim(
+        result = self._task_result(
             handle.job,
             task,
-            self.backend.alias,
-            status=status.django_status,
+            status.django_status,
             errors=errors,
             return_value=outcome.return_value if outcome else None,
         )
-        self.django_signals.emit(task_finished, result)
+        self.task_signals.emit(task_finished, result)
+
+    def _task_result(
+        self,
+        job: ClaimedJob,
+        task: Task,
+        status: TaskResultStatus,
+        *,
+        errors: list[dict[str, str]] | None = None,
+        return_value: object = None,
+    ) -> TaskResult:
+        """The TaskResult of a job this worker holds, for Django's task signals."""
+        alias = self.backend.alias
+        return build_result(
+            task_variant(task, job.priority, job.queue_name, alias),
+            job_id=str(job.id),
+            status=status,
+            args=job.args,
+            kwargs=job.kwargs,
+            backend=alias,
+            enqueued_at=job.enqueued_at,
+            started_at=job.started_at,
+            last_attempted_at=job.last_attempted_at,
+            errors=[*job.errors, *(errors or [])],
+            worker_ids=job.worker_ids,
+            return_value=return_value,
+        )
 
     # Maintenance
 
     async def _heartbeat_loop(self) -> None:
         while True:
-            await asyncio.sleep(self.options.heartbeat_seconds)
+            await asyncio.sleep(self.backend_config.heartbeat_seconds)
             handles = list(self.inflight.values())
             if not handles:
                 continue
             reply = await self.beat_db.run(
                 protocol.heartbeat(
-                    [handle.lease for handle in handles], lease_seconds=self.options.lease_seconds
+                    [handle.lease for handle in handles],
+                    lease_seconds=self.backend_config.lease_seconds,
                 )
             )
             await self._refresh_watched(handles)
@@ -361,34 +392,34 @@ class Worker:
 
     async def _sweep_loop(self) -> None:
         while True:
-            await asyncio.sleep(self.options.sweep_seconds)
+            await asyncio.sleep(self.backend_config.sweep_seconds)
             try:
                 await self._sweep_once()
             except Exception:
                 logger.exception("Recover sweep failed; trying again next interval.")
 
     async def _sweep_once(self) -> None:
-        """Recover expired leases (in bounded batches) and re-signal forgotten due jobs."""
+        """Recover expired leases (in bounded batches) and wake workers for forgotten due jobs."""
         while True:
             swept = await self.beat_db.run(
                 protocol.recover_expired(
-                    limit=self.options.sweep_batch,
-                    backoff_cap_seconds=self.options.backoff_cap_seconds,
+                    limit=self.backend_config.sweep_batch,
+                    backoff_cap_seconds=self.backend_config.backoff_cap_seconds,
                 )
             )
             for job in swept:
                 logger.warning("Job %s: lease expired, now %s.", job.id, job.status)
-            if len(swept) < self.options.sweep_batch:
+            if len(swept) < self.backend_config.sweep_batch:
                 break
-        if self.use_signals and not self._redis_down:
+        if self.use_wakeups and not self._redis_down:
             stale = await self.beat_db.run(
                 protocol.stale_due_jobs(
-                    older_than_seconds=self.options.resignal_after_seconds,
-                    limit=self.options.sweep_batch,
+                    older_than_seconds=self.backend_config.resignal_after_seconds,
+                    limit=self.backend_config.sweep_batch,
                 )
             )
             if stale:
                 pairs = [(row["queue_name"], str(row["id"])) for row in stale]
                 await asyncio.get_running_loop().run_in_executor(
-                    self.redis_calls, self.backend.signals.push_where_idle, pairs
+                    self.redis_calls, self.backend.wakeups.push_where_idle, pairs
                 )

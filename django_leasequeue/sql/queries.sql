@@ -25,7 +25,7 @@ RETURNING id, enqueued_at, run_after;
 SELECT now() AS now;
 
 -- name: copy_jobs
--- Bulk insert of jobs without unique keys (COPY; columns in the order copy_new_jobs writes them).
+-- Bulk insert of jobs without unique keys (COPY; columns in the order protocol.JobCopy writes them).
 COPY leasequeue_job (id, task_path, queue_name, priority, backend, args, kwargs, run_after,
                      enqueued_at, max_attempts, timeout_seconds, backoff_seconds) FROM STDIN;
 
@@ -156,6 +156,28 @@ RETURNING id;
 SELECT id FROM leasequeue_job
 WHERE id = %(id)s::uuid AND lease_version = %(lease_version)s::integer AND status = 'running'
 FOR UPDATE;
+
+-- name: job_results
+-- Read back: what a TaskResult is built from, for the given job ids.
+SELECT id, task_path, queue_name, priority, backend, status, run_after, args, kwargs, result,
+       errors, worker_ids, enqueued_at, started_at, last_attempted_at, finished_at
+FROM leasequeue_job
+WHERE id = ANY(%(ids)s::uuid[]);
+
+-- name: unfinished_by_unique_key
+-- Read back: the unfinished jobs holding these unique keys (what a keyed enqueue returns instead).
+SELECT id, task_path, queue_name, priority, backend, status, run_after, args, kwargs, result,
+       errors, worker_ids, enqueued_at, started_at, last_attempted_at, finished_at, unique_key
+FROM leasequeue_job
+WHERE unique_key = ANY(%(unique_keys)s::text[]) AND status IN ('queued', 'retrying', 'running');
+
+-- name: job_statuses
+-- Read back: the status each of the given jobs has now (an action explains what it skipped).
+SELECT id, status FROM leasequeue_job WHERE id = ANY(%(ids)s::uuid[]);
+
+-- name: job_progress
+-- Read back: what a progress viewer is told about one job (status, progress, attempt).
+SELECT id, status, progress, attempt FROM leasequeue_job WHERE id = %(id)s::uuid;
 
 -- name: cancel
 -- Cancel jobs: queued/retrying end cancelled at once, running ones get cancel_requested.

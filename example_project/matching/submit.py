@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from django_leasequeue.models import Job, JobStatus
+from django_leasequeue import JobStatus
+from django_leasequeue.models import Job
 from example_project.matching import limits
 from example_project.matching.models import MatchRequest, Project
 from example_project.matching.tasks import compute_match

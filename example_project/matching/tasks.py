@@ -11,8 +11,7 @@ from typing import Any
 
 from django.conf import settings
 
-from django_leasequeue import task
-from django_leasequeue.runtime.context import JobContext
+from django_leasequeue import JobContext, task
 from example_project.matching.models import Project
 
 STEPS = 10

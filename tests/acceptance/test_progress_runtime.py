@@ -16,7 +16,7 @@ from channels.testing import WebsocketCommunicator
 from django.db import connection
 
 from django_leasequeue.models import Job
-from django_leasequeue.tokens import job_token
+from django_leasequeue.progress.access import job_token
 from tests.acceptance.harness import wait_until
 from tests.asgi import application
 from tests.progress_tasks import (

@@ -87,11 +87,11 @@ def test_bad_jobs_fail_with_a_clear_reason_and_the_worker_goes_on(start_workers,
 
 
 def test_garbage_in_redis_is_logged_and_dropped(start_workers, redis_client):
-    redis_client.rpush("lqtest:signals:default", "not-a-uuid", b"\xff\xfe", "")
+    redis_client.rpush("lqtest:wakeups:default", "not-a-uuid", b"\xff\xfe", "")
     workers = start_workers()
     good = add.enqueue(20, 22).id
     wait_until(lambda: Job.objects.get(pk=good).status == "succeeded", 20, "the good job")
-    assert workers.log().count("Dropped a signal that is not a job id") == 3
+    assert workers.log().count("Dropped a wakeup that is not a job id") == 3
     assert workers.process.poll() is None
 
 

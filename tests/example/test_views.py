@@ -8,7 +8,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.messages import get_messages
 from django.test import override_settings
 
-from django_leasequeue.models import Job, JobStatus
+from django_leasequeue import JobStatus
+from django_leasequeue.models import Job
 from example_project.matching.models import MatchRequest, Project
 from example_project.matching.submit import unique_key
 

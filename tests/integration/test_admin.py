@@ -19,7 +19,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from django_leasequeue import protocol
-from django_leasequeue.admin_paginator import COUNT_TIME_LIMIT_MS, EstimatedCountPaginator
+from django_leasequeue.admin.pagination import COUNT_TIME_LIMIT_MS, EstimatedCountPaginator
 from django_leasequeue.ids import uuid7
 from django_leasequeue.models import Job
 from tests.helpers import claim_one, run_in_threads, snapshot
@@ -181,7 +181,7 @@ def test_retry_requeues_failed_jobs_keeps_errors_and_signals_workers(
     failed = failed_job(1)
     running = claim_one(add.enqueue(1, 1).id, "w-busy").id
     done = succeeded_job()
-    redis_client.delete(backend.signals.key("default"))
+    redis_client.delete(backend.wakeups.key("default"))
 
     messages = run_action(admin_client, "retry_jobs", [failed, running, done])
 
@@ -191,7 +191,7 @@ def test_retry_requeues_failed_jobs_keeps_errors_and_signals_workers(
     assert (job["started_at"], job["finished_at"], job["result"]) == (None, None, None)
     assert job["worker_ids"] == ["w-fail"]  # who ran it before stays known
     assert [error["message"] for error in job["errors"]] == ["boom"]
-    assert redis_client.lrange(backend.signals.key("default"), 0, -1) == [str(failed).encode()]
+    assert redis_client.lrange(backend.wakeups.key("default"), 0, -1) == [str(failed).encode()]
     assert snapshot(running)["status"] == "running" and snapshot(done)["status"] == "succeeded"
     # A fresh set of attempts: the worker can claim it again.
     assert claim_one(failed, "w-again").attempt == 1
@@ -240,14 +240,14 @@ def test_release_takes_the_job_from_its_worker_and_fences_it_out(
 ):
     held = claim_one(add.enqueue(1, 2).id, "dead-worker")
     queued = add.enqueue(3, 4).id
-    redis_client.delete(backend.signals.key("default"))
+    redis_client.delete(backend.wakeups.key("default"))
 
     messages = run_action(admin_client, "release_jobs", [held.id, queued], post="yes")
 
     assert messages == ["1 job released; 1 skipped: not running"]
     job = snapshot(held.id)
     assert (job["status"], job["attempt"], job["lease_version"]) == ("retrying", 0, 2)
-    assert redis_client.lrange(backend.signals.key("default"), 0, -1) == [str(held.id).encode()]
+    assert redis_client.lrange(backend.wakeups.key("default"), 0, -1) == [str(held.id).encode()]
     # The old worker wakes up: every write it tries is dropped.
     assert protocol.execute(protocol.complete(held.lease, "late")) is False
     assert protocol.execute(protocol.heartbeat([held.lease], lease_seconds=30)).held == set()
@@ -605,4 +605,12 @@ def test_detail_page_of_a_running_job_has_the_live_progress_bar(admin_client):
 
     protocol.execute(protocol.complete(running.lease, 2))
     html = admin_client.get(change_url(running.id)).content.decode()
-    assert "data-leasequeue-progress" not in html and "25% · warming up" in html
+    # A finished job's stored bar, at the live bar's percentage: done is 100%.
+    assert "data-leasequeue-progress" not in html and "100% · warming up" in html
+
+
+def test_the_admin_and_the_live_bar_floor_the_same_percentage(admin_client):
+    running = claim_one(add.enqueue(1, 1).id, "w")
+    protocol.execute(protocol.progress(running.lease, 2, 3, "two thirds"))  # 66.67%
+    html = admin_client.get(reverse("admin:leasequeue_job_changelist")).content.decode()
+    assert "66% · two thirds" in html and "67%" not in html

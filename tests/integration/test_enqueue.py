@@ -19,24 +19,24 @@ from tests.tasks import add, report
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-SIGNALS = "lqtest:signals:default"
+WAKEUPS = "lqtest:wakeups:default"
 
 
 def test_rollback_leaves_no_job_and_no_signal(backend, redis_client):
     with pytest.raises(RuntimeError), transaction.atomic():
         add.enqueue(1, 2)
-        assert redis_client.llen(SIGNALS) == 0  # not before commit
+        assert redis_client.llen(WAKEUPS) == 0  # not before commit
         raise RuntimeError("the view failed")
     assert Job.objects.count() == 0
-    assert redis_client.llen(SIGNALS) == 0
+    assert redis_client.llen(WAKEUPS) == 0
 
 
 def test_commit_writes_the_row_then_signals_its_id(backend, redis_client):
     with transaction.atomic():
         result = add.enqueue(1, 2)
-        assert redis_client.llen(SIGNALS) == 0
+        assert redis_client.llen(WAKEUPS) == 0
     assert Job.objects.filter(pk=result.id, status="queued").exists()
-    assert redis_client.lrange(SIGNALS, 0, -1) == [result.id.encode()]
+    assert redis_client.lrange(WAKEUPS, 0, -1) == [result.id.encode()]
 
 
 def test_enqueue_succeeds_with_redis_down_and_logs_a_warning(caplog):
@@ -59,18 +59,18 @@ def test_enqueue_succeeds_with_redis_down_and_logs_a_warning(caplog):
             assert server.process is not None
             import redis
 
-            assert redis.Redis(port=server.port).llen("lqdown:signals:default") == 1
+            assert redis.Redis(port=server.port).llen("lqdown:wakeups:default") == 1
             server.stop()
             with caplog.at_level(logging.WARNING, logger="django_leasequeue"):
                 second = add.enqueue(2, 2)
     assert Job.objects.filter(pk__in=[first.id, second.id]).count() == 2
     assert "Redis unreachable" in caplog.text
-    assert "not signalled" in caplog.text
+    assert "woke no worker" in caplog.text
 
 
 def test_delayed_job_is_not_claimable_or_signalled_before_run_after(backend, redis_client):
     later = add.using(run_after=timezone.now() + timedelta(hours=1)).enqueue(1, 2)
-    assert redis_client.llen(SIGNALS) == 0
+    assert redis_client.llen(WAKEUPS) == 0
     assert try_claim_batch(worker_id="w") == []
     assert try_claim([later.id], "w") == []
     Job.objects.filter(pk=later.id).update(run_after=timezone.now() - timedelta(seconds=1))
@@ -81,7 +81,7 @@ def test_enqueue_many_inserts_every_job_in_order(backend, redis_client):
     results = backend.enqueue_many([(add, (i, i), {}) for i in range(1000)])
     assert [r.args for r in results] == [[i, i] for i in range(1000)]
     assert Job.objects.count() == 1000
-    assert redis_client.llen(SIGNALS) == 1000
+    assert redis_client.llen(WAKEUPS) == 1000
     assert len({r.id for r in results}) == 1000
 
 

@@ -9,7 +9,7 @@ from django.template import Context, Template
 from django_leasequeue import protocol
 from django_leasequeue.ids import uuid7
 from django_leasequeue.models import Job
-from django_leasequeue.tokens import token_allows
+from django_leasequeue.progress.access import token_allows
 from tests.helpers import claim_one
 from tests.tasks import quick_retry
 

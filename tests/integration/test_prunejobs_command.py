@@ -44,8 +44,8 @@ def test_status_filter_keeps_the_others(backend):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--days", "-1"], "is not a number of days of at least 0"),
-        (["--days", "7", "--batch", "0"], "--batch must be at least 1"),
+        (["--days", "-1"], "is not a number of at least 0"),
+        (["--days", "7", "--batch", "0"], "is not a whole number of at least 1"),
         (["--days", "7", "--status", "queued"], "invalid choice: 'queued'"),
     ],
 )

@@ -10,7 +10,7 @@ from django.core.management import CommandError, call_command
         (["--queues", "nowhere"], r"--queues: nowhere not in TASKS\['default'\]\['QUEUES'\]"),
         (["--queues", " , "], r"--queues needs at least one queue name, or \*"),
         (["--backend", "missing"], r"--backend 'missing'"),
-        (["--grace", "-1"], r"--grace must be zero or more seconds"),
+        (["--grace", "-1"], r"is not a number of at least 0"),
     ],
 )
 def test_bad_arguments_are_refused(args, message):

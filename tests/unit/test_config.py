@@ -7,13 +7,13 @@ from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
 
 from django_leasequeue.checks import check_backend
-from django_leasequeue.conf import LeaseQueueOptions
+from django_leasequeue.conf import BackendConfig
 from django_leasequeue.ids import uuid7
 from django_leasequeue.sql import QUERIES, load_queries
 
 
 def test_defaults_are_documented_and_sane():
-    opts = LeaseQueueOptions.from_options({})
+    opts = BackendConfig.from_options({})
     assert opts.lease_seconds == 30 and opts.heartbeat_seconds * 2 <= opts.lease_seconds
 
 
@@ -31,16 +31,16 @@ def test_defaults_are_documented_and_sane():
 )
 def test_bad_options_are_refused_with_the_reason(options, message):
     with pytest.raises(ImproperlyConfigured, match=message):
-        LeaseQueueOptions.from_options(options)
+        BackendConfig.from_options(options)
 
 
 def test_redis_alias_may_be_none_for_polling_only():
-    assert LeaseQueueOptions.from_options({"redis_alias": None}).redis_alias is None
+    assert BackendConfig.from_options({"redis_alias": None}).redis_alias is None
 
 
 @pytest.mark.django_db
 def test_checks_pass_on_the_test_settings():
-    assert check_backend("default", LeaseQueueOptions.from_options({})) == []
+    assert check_backend("default", BackendConfig.from_options({})) == []
 
 
 def test_check_e001_refuses_a_database_that_is_not_postgresql():
@@ -53,31 +53,31 @@ def test_check_e001_refuses_a_database_that_is_not_postgresql():
 
         connections.settings = connections.configure_settings(databases)
         try:
-            ids = [m.id for m in check_backend("t", LeaseQueueOptions(database="lite"))]
+            ids = [m.id for m in check_backend("t", BackendConfig(database="lite"))]
         finally:
             del connections.settings
     assert ids == ["leasequeue.E001"]
 
 
 def test_check_e002_unknown_database_alias():
-    ids = [m.id for m in check_backend("t", LeaseQueueOptions(database="nope"))]
+    ids = [m.id for m in check_backend("t", BackendConfig(database="nope"))]
     assert ids == ["leasequeue.E002"]
 
 
 def test_check_e003_redis_alias_missing_or_not_django_redis():
-    assert [m.id for m in check_backend("t", LeaseQueueOptions(redis_alias="nope"))] == [
+    assert [m.id for m in check_backend("t", BackendConfig(redis_alias="nope"))] == [
         "leasequeue.E003"
     ]
     caches = {"locmem": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
     with override_settings(CACHES=caches):
-        messages = check_backend("t", LeaseQueueOptions(redis_alias="locmem"))
+        messages = check_backend("t", BackendConfig(redis_alias="locmem"))
     assert [m.id for m in messages] == ["leasequeue.E003"]
 
 
 def test_check_w001_redis_without_connect_timeout():
     caches = {"r": {"BACKEND": "django_redis.cache.RedisCache", "LOCATION": "redis://x"}}
     with override_settings(CACHES=caches):
-        messages = check_backend("t", LeaseQueueOptions(redis_alias="r"))
+        messages = check_backend("t", BackendConfig(redis_alias="r"))
     assert [m.id for m in messages] == ["leasequeue.W001"]
 
 

@@ -1,25 +1,14 @@
 """``manage.py prunejobs``: delete finished jobs older than a cutoff, in batches."""
 
-import argparse
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.tasks import task_backends
 from django.tasks.exceptions import InvalidTaskBackend
 
 from django_leasequeue import protocol
-from django_leasequeue.backend import LeaseQueueBackend
-from django_leasequeue.models import JobStatus
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of days of at least 0")
-    return value
+from django_leasequeue.backend import lease_queue_backend
+from django_leasequeue.management.arguments import non_negative_float, positive_int
+from django_leasequeue.status import JobStatus
 
 
 class Command(BaseCommand):
@@ -28,7 +17,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "--days",
-            type=_positive_float,
+            type=non_negative_float,
             required=True,
             help="Keep jobs that ended more recently.",
         )
@@ -38,18 +27,16 @@ class Command(BaseCommand):
             choices=JobStatus.terminal(),
             help="Only jobs that ended so (repeatable; default: every finished status).",
         )
-        parser.add_argument("--batch", type=int, default=5000, help="Rows per DELETE statement.")
+        parser.add_argument(
+            "--batch", type=positive_int, default=5000, help="Rows per DELETE statement."
+        )
         parser.add_argument("--backend", default="default", help="The TASKS alias.")
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
-            backend = task_backends[options["backend"]]
+            backend = lease_queue_backend(options["backend"])
         except InvalidTaskBackend as exc:
             raise CommandError(f"--backend {options['backend']!r}: {exc}") from exc
-        if not isinstance(backend, LeaseQueueBackend):
-            raise CommandError(f"TASKS[{options['backend']!r}] is not a LeaseQueueBackend.")
-        if options["batch"] < 1:
-            raise CommandError("--batch must be at least 1.")
         statement = protocol.prune_finished(
             statuses=options["status"] or JobStatus.terminal(),
             older_than_seconds=options["days"] * 86400,

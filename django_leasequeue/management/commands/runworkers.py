@@ -1,28 +1,18 @@
-"""``manage.py runworkers``: parse the options, hand over to the runtime's supervisor."""
+"""``manage.py runworkers``: parse the arguments, hand over to the runtime's supervisor."""
 
-import argparse
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.tasks import task_backends
 from django.tasks.exceptions import InvalidTaskBackend
 
-from django_leasequeue.backend import LeaseQueueBackend
+from django_leasequeue.backend import LeaseQueueBackend, lease_queue_backend
+from django_leasequeue.management.arguments import non_negative_float, positive_int
 from django_leasequeue.runtime.config import WorkerConfig
 from django_leasequeue.runtime.process import configure_logging
 from django_leasequeue.runtime.supervisor import Supervisor
 
 _LOG_LEVELS = {0: "WARNING", 1: "INFO", 2: "DEBUG", 3: "DEBUG"}
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
-    return value
+_DEFAULTS = WorkerConfig()
 
 
 class Command(BaseCommand):
@@ -30,18 +20,27 @@ class Command(BaseCommand):
     requires_system_checks = ["tasks", "database"]
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--processes", type=_positive_int, default=1, help="Worker processes.")
         parser.add_argument(
-            "--concurrency", type=_positive_int, default=10, help="Jobs in flight per process."
+            "--processes", type=positive_int, default=_DEFAULTS.processes, help="Worker processes."
         )
         parser.add_argument(
-            "--queues", default="default", help="Comma-separated queue names, or * for all."
+            "--concurrency",
+            type=positive_int,
+            default=_DEFAULTS.concurrency,
+            help="Jobs in flight per process.",
         )
-        parser.add_argument("--backend", default="default", help="The TASKS alias to run.")
+        parser.add_argument(
+            "--queues",
+            default=",".join(_DEFAULTS.queues or ["*"]),
+            help="Comma-separated queue names, or * for all.",
+        )
+        parser.add_argument(
+            "--backend", default=_DEFAULTS.backend_alias, help="The TASKS alias to run."
+        )
         parser.add_argument(
             "--grace",
-            type=float,
-            default=30.0,
+            type=non_negative_float,
+            default=_DEFAULTS.grace,
             help="Seconds in-flight jobs get to finish on shutdown before they are released.",
         )
         parser.add_argument(
@@ -51,21 +50,14 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         alias = options["backend"]
         try:
-            backend = task_backends[alias]
+            backend = lease_queue_backend(alias)
         except InvalidTaskBackend as exc:
             raise CommandError(f"--backend {alias!r}: {exc}") from exc
-        if not isinstance(backend, LeaseQueueBackend):
-            raise CommandError(
-                f"TASKS[{alias!r}] is {type(backend).__name__}, not LeaseQueueBackend."
-            )
-        queues = self._queues(options["queues"], backend)
-        if options["grace"] < 0:
-            raise CommandError("--grace must be zero or more seconds.")
         config = WorkerConfig(
             backend_alias=alias,
             processes=options["processes"],
             concurrency=options["concurrency"],
-            queues=queues,
+            queues=self._queues(options["queues"], backend),
             grace=options["grace"],
             burst=options["burst"],
             log_level=_LOG_LEVELS[options["verbosity"]],

@@ -15,10 +15,10 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from django_leasequeue import live
-from django_leasequeue.access import can_view_job
-from django_leasequeue.jobstate import JobState, load_job_state
-from django_leasequeue.models import JobStatus
+from django_leasequeue.progress import events, viewers
+from django_leasequeue.progress.access import can_view_job
+from django_leasequeue.progress.state import JobState, load_job_state, missing_job_state
+from django_leasequeue.status import JobStatus
 
 # Close code sent before accepting, i.e. the handshake is refused (HTTP 403 on the wire).
 CLOSE_FORBIDDEN = 4403
@@ -55,9 +55,9 @@ class JobProgressConsumer(AsyncJsonWebsocketConsumer):
             return
         # Join the group before reading the snapshot: an event published in between is queued
         # behind the snapshot rather than lost.
-        await database_sync_to_async(live.watch)(self.job_id)
+        await database_sync_to_async(viewers.watch)(self.job_id)
         self.watching = True
-        self.group = live.group_name(self.job_id)
+        self.group = events.group_name(self.job_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
         state = await database_sync_to_async(load_job_state)(self.job_id)
         if state is None:
@@ -89,7 +89,7 @@ class JobProgressConsumer(AsyncJsonWebsocketConsumer):
             await asyncio.sleep(self.recheck_seconds)
             state = await database_sync_to_async(load_job_state)(self.job_id)
             if state is None or state["final"]:
-                await self.finish(state or {"job_id": self.job_id, "final": True})
+                await self.finish(state or missing_job_state(self.job_id))
                 return
 
     async def finish(self, state: JobState) -> None:
@@ -108,4 +108,4 @@ class JobProgressConsumer(AsyncJsonWebsocketConsumer):
         if self.group is not None:
             await self.channel_layer.group_discard(self.group, self.channel_name)
         if self.watching:
-            await database_sync_to_async(live.watch)(self.job_id, -1)
+            await database_sync_to_async(viewers.watch)(self.job_id, -1)

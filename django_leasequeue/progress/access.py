@@ -1,14 +1,17 @@
-"""Signed, expiring tokens that let one page watch one job without a staff login.
+"""Who may watch a job's progress: staff with the view permission, or a page holding a signed,
+expiring token for that one job. The same rule serves the websocket and the JSON view.
 
-The template tag embeds ``job_token(job.id)``; the websocket consumer and the JSON status view
-accept it for that job id only, until it is ``LEASEQUEUE_PROGRESS_TOKEN_MAX_AGE`` seconds old
-(default one day).
+The template tag embeds ``job_token(job.id)``; a token is accepted for that job id only, until
+it is ``LEASEQUEUE_PROGRESS_TOKEN_MAX_AGE`` seconds old (default one day).
 """
 
+from typing import Any
 from uuid import UUID
 
 from django.conf import settings
 from django.core import signing
+
+VIEW_PERMISSION = "leasequeue.view_job"
 
 _SALT = "django_leasequeue.progress"
 _DEFAULT_MAX_AGE_SECONDS = 24 * 60 * 60
@@ -36,3 +39,15 @@ def token_allows(token: str | None, job_id: UUID | str) -> bool:
     except signing.BadSignature:  # also SignatureExpired
         return False
     return signed_id == str(UUID(str(job_id)))
+
+
+def can_view_job(user: Any, job_id: UUID | str, token: str | None) -> bool:
+    """Staff with the view permission, or anyone holding a valid token for this job.
+
+    Sync: ``has_perm`` may query the database (call through ``database_sync_to_async``).
+    """
+    if token_allows(token, job_id):
+        return True
+    return bool(
+        user is not None and user.is_active and user.is_staff and user.has_perm(VIEW_PERMISSION)
+    )

@@ -1,16 +1,18 @@
-"""Wake-up signals in Redis: lists of job ids per queue. They carry no payload and are optional.
+"""Wakeups in Redis: lists of job ids per queue. They carry no payload and are optional.
 
 The same keyspace holds "watch" counters: how many browser pages follow a job live, so that
 workers publish live events only for jobs someone is looking at.
 
-Losing a signal costs latency only: workers also poll PostgreSQL, and the recover sweep signals
-due jobs nobody claimed. So every Redis failure here is logged and swallowed.
+Losing a wakeup costs latency only: workers also poll PostgreSQL, and the recover sweep re-sends
+wakeups for due jobs nobody claimed. So every Redis failure here is logged and swallowed.
 """
 
 import logging
 import time
 from collections.abc import Iterable, Sequence
 
+from django.tasks import task_backends
+from django.tasks.exceptions import InvalidTaskBackend
 from django_redis import get_redis_connection
 from redis.exceptions import RedisError
 
@@ -23,7 +25,9 @@ _WATCH_TTL_SECONDS = 6 * 3600
 _PAUSE_AFTER_FAILURE_SECONDS = 5.0
 
 
-class WakeupSignals:
+class Wakeups:
+    """The Redis keys of one backend (``redis_alias``, ``key_prefix``) and the calls on them."""
+
     def __init__(self, redis_alias: str | None, key_prefix: str) -> None:
         self.redis_alias = redis_alias
         self.key_prefix = key_prefix
@@ -34,7 +38,7 @@ class WakeupSignals:
         return self.redis_alias is not None
 
     def key(self, queue_name: str) -> str:
-        return f"{self.key_prefix}:signals:{queue_name}"
+        return f"{self.key_prefix}:wakeups:{queue_name}"
 
     def client(self):
         return get_redis_connection(self.redis_alias)
@@ -54,7 +58,7 @@ class WakeupSignals:
         except RedisError as exc:
             self._paused_until = time.monotonic() + _PAUSE_AFTER_FAILURE_SECONDS
             logger.warning(
-                "Redis unreachable (%s): %d job(s) were enqueued in PostgreSQL but not signalled; "
+                "Redis unreachable (%s): %d job(s) enqueued in PostgreSQL woke no worker; "
                 "workers will find them by polling.",
                 exc,
                 sum(map(len, by_queue.values())),
@@ -63,7 +67,7 @@ class WakeupSignals:
         return True
 
     def pop(self, queue_names: Sequence[str], max_count: int, timeout: float) -> list[bytes]:
-        """Block up to ``timeout`` for a signal, then take up to ``max_count`` ids at once.
+        """Block up to ``timeout`` for a wakeup, then take up to ``max_count`` ids at once.
 
         Raises RedisError when Redis is unreachable; the worker then polls PostgreSQL.
         """
@@ -77,7 +81,7 @@ class WakeupSignals:
         return [first, *(more or [])]
 
     def push_where_idle(self, jobs: Iterable[tuple[str, str]]) -> bool:
-        """Push only to queues whose signal list is empty: a backlog needs no more signals."""
+        """Push only to queues whose wakeup list is empty: a backlog needs no more wakeups."""
         jobs = list(jobs)
         queue_names = sorted({queue_name for queue_name, _ in jobs})
         try:
@@ -88,7 +92,7 @@ class WakeupSignals:
                 name for name, length in zip(queue_names, pipe.execute(), strict=True) if not length
             }
         except RedisError as exc:
-            logger.warning("Redis unreachable (%s): due jobs not re-signalled.", exc)
+            logger.warning("Redis unreachable (%s): due jobs not woken again.", exc)
             return False
         return self.push((queue_name, job_id) for queue_name, job_id in jobs if queue_name in idle)
 
@@ -115,5 +119,27 @@ class WakeupSignals:
         return {
             job_id
             for job_id, count in zip(job_ids, counts, strict=True)
-            if count and int(count) > 0
+            if _viewer_count(count) > 0
         }
+
+
+def _viewer_count(value: bytes | None) -> int:
+    """A watch counter read back from Redis; anything but an integer counts as no viewer."""
+    try:
+        return int(value or 0)
+    except ValueError:
+        return 0
+
+
+def wakeups_of_backend(alias: str) -> Wakeups | None:
+    """The wakeups of ``TASKS[alias]`` when it is a lease-queue backend; None otherwise.
+
+    Found by attribute rather than by class, so that this module does not import the backend
+    (whose ``cancel`` runs the operations that call this).
+    """
+    try:
+        backend = task_backends[alias]
+    except InvalidTaskBackend:
+        return None  # not configured in this process: its workers find the jobs by polling
+    wakeups = getattr(backend, "wakeups", None)
+    return wakeups if isinstance(wakeups, Wakeups) else None

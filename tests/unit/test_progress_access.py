@@ -4,7 +4,7 @@ import uuid
 
 from django.test import override_settings
 
-from django_leasequeue.tokens import job_token, token_allows
+from django_leasequeue.progress.access import job_token, token_allows
 from tests.viewers import aged_token, forged_token
 
 JOB = uuid.uuid4()

@@ -9,10 +9,15 @@ from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 from django.urls import path
 
-from django_leasequeue import live, protocol
-from django_leasequeue.consumers import CLOSE_FORBIDDEN, CLOSE_NOT_FOUND, JobProgressConsumer
+from django_leasequeue import protocol
 from django_leasequeue.ids import uuid7
-from django_leasequeue.tokens import job_token
+from django_leasequeue.progress import events
+from django_leasequeue.progress.access import job_token
+from django_leasequeue.progress.consumers import (
+    CLOSE_FORBIDDEN,
+    CLOSE_NOT_FOUND,
+    JobProgressConsumer,
+)
 from tests.asgi import application
 from tests.helpers import claim_one
 from tests.tasks import quick_retry
@@ -57,7 +62,7 @@ async def _report(job: protocol.ClaimedJob, current: float, total: float, messag
     """What the worker runtime does on ``context.progress``: fenced write, then publish."""
     written = await _execute(protocol.progress(job.lease, current, total, message))
     assert written
-    await live.apublish(
+    await events.apublish(
         job.id, {"kind": "progress", "current": current, "total": total, "message": message}
     )
 
@@ -92,7 +97,7 @@ async def test_staff_viewer_gets_snapshot_then_live_events_then_final_and_close(
 
     done = await _execute(protocol.complete(running_job.lease, 42))
     assert done
-    await live.apublish(running_job.id, {"kind": "status", "status": "succeeded"})
+    await events.apublish(running_job.id, {"kind": "status", "status": "succeeded"})
     assert await socket.receive_json_from(timeout=3) == {"kind": "status", "status": "succeeded"}
     final = await socket.receive_json_from(timeout=3)
     assert (final["kind"], final["status"], final["final"], final["percent"]) == (
@@ -187,8 +192,8 @@ async def test_events_published_by_another_process_reach_the_websocket(running_j
     assert (await socket.connect())[0]
     await socket.receive_json_from(timeout=3)
     script = (
-        "import django; django.setup(); from django_leasequeue import live; "
-        f"live.publish('{running_job.id}', "
+        "import django; django.setup(); from django_leasequeue.progress import events; "
+        f"events.publish('{running_job.id}', "
         "{'kind': 'progress', 'current': 5, 'total': 8, 'message': 'from afar'})"
     )
     publisher = await asyncio.create_subprocess_exec(sys.executable, "-c", script)
@@ -207,8 +212,8 @@ async def test_only_one_final_state_is_sent_however_many_end_events_arrive(runni
     assert (await socket.connect())[0]
     assert (await socket.receive_json_from(timeout=3))["kind"] == "snapshot"
     assert await _execute(protocol.finish_cancelled(running_job.lease))
-    await live.apublish(running_job.id, {"kind": "status", "status": "cancelled"})
-    await live.apublish(running_job.id, {"kind": "status", "status": "cancelled"})
+    await events.apublish(running_job.id, {"kind": "status", "status": "cancelled"})
+    await events.apublish(running_job.id, {"kind": "status", "status": "cancelled"})
     assert (await socket.receive_json_from(timeout=3))["kind"] == "status"
     assert (await socket.receive_json_from(timeout=3))["kind"] == "final"
     await _closed(socket)

@@ -1,4 +1,4 @@
-"""Django's ``task_started`` / ``task_finished`` signals, sent from the worker in batches.
+"""Django's task signals (``task_started``, ``task_finished``), sent from the worker in batches.
 
 Receivers may use the ORM, so they cannot run on the event loop; one thread hop per job and
 signal (what ``Signal.asend`` does for sync receivers) is the largest fixed cost of a short job.
@@ -18,7 +18,7 @@ logger = logging.getLogger(__name__)
 _Emission = tuple[Signal, TaskResult]
 
 
-class SignalDispatcher(Batcher[_Emission]):
+class TaskSignalDispatcher(Batcher[_Emission]):
     def __init__(self, sender: type) -> None:
         super().__init__()
         self._sender = sender

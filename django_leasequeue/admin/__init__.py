@@ -1,20 +1,18 @@
 """The job admin: lease state at a glance, per-queue health, and race-safe operator actions.
 
 Job data is read-only here: saving a form would write back a stale copy of a row that workers
-keep changing. Every change goes through ``operations`` (one conditional statement each).
+keep changing. Every change goes through ``actions`` (one conditional statement each). The
+module layout: ``actions`` (what operators can do), ``display`` (how values are shown),
+``filters`` and ``pagination`` (list views that stay fast on millions of rows).
 """
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from django.contrib import admin, messages
-from django.contrib.admin import ActionLocation, helpers
-from django.contrib.admin.models import CHANGE, LogEntry
+from django.contrib import admin
+from django.contrib.admin import ActionLocation
 from django.core.exceptions import PermissionDenied
-from django.db import router
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Q, QuerySet
 from django.http import (
     Http404,
     HttpRequest,
@@ -23,117 +21,32 @@ from django.http import (
     HttpResponseRedirect,
 )
 from django.template.loader import render_to_string
-from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, URLPattern, path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
-from django_leasequeue import admin_display as show
-from django_leasequeue import operations, protocol
-from django_leasequeue.admin_filters import (
+from django_leasequeue import protocol
+from django_leasequeue.admin import display as show
+from django_leasequeue.admin.actions import (
+    ACTIONS,
+    bulk_action,
+    confirmation_page,
+    run_action,
+)
+from django_leasequeue.admin.filters import (
     LeaseFilter,
     QueueFilter,
     RecentFailureFilter,
     TaskFilter,
 )
-from django_leasequeue.admin_paginator import EstimatedCountPaginator
-from django_leasequeue.models import Job, JobStatus
-from django_leasequeue.templatetags.leasequeue import leasequeue_progress
-
-# Most jobs one action touches; "select all" on a million-row filter stops here.
-MAX_ACTION_JOBS = 10_000
-# Jobs listed by name on a confirmation page.
-CONFIRMATION_PREVIEW = 20
-
-
-@dataclass(frozen=True, slots=True)
-class JobAction:
-    """An operator action: its wording, what it runs, which jobs it can apply to, what it needs."""
-
-    name: str
-    label: str
-    run: Callable[[list[UUID]], operations.ActionReport]
-    applies_to: list[str]
-    permission: str = "change"
-    # Shown on the confirmation page; None runs the action without asking.
-    confirm: str | None = None
-
-    def allowed(self, model_admin: admin.ModelAdmin, request: HttpRequest, obj: Any) -> bool:
-        check = getattr(model_admin, f"has_{self.permission}_permission")
-        return check(request, obj)
-
-
-ACTIONS = {
-    action.name: action
-    for action in [
-        JobAction(
-            "retry",
-            _("Retry"),
-            operations.retry,
-            applies_to=[JobStatus.FAILED, JobStatus.CANCELLED],
-        ),
-        JobAction(
-            "cancel",
-            _("Cancel"),
-            operations.cancel,
-            applies_to=JobStatus.unfinished(),
-            confirm=_(
-                "Queued and retrying jobs are cancelled at once. Running jobs are asked to stop: "
-                "their worker sees the request at its next heartbeat and ends them cancelled."
-            ),
-        ),
-        JobAction(
-            "release",
-            _("Release lease"),
-            operations.release,
-            applies_to=[JobStatus.RUNNING],
-            confirm=_(
-                "Only for a worker known to be dead or stuck. The job is taken from its worker "
-                "and queued again now (the attempt is not counted); if that worker is in fact "
-                "alive, it is fenced out and its result is discarded, but side effects it already "
-                "had happen again on the next run."
-            ),
-        ),
-        JobAction(
-            "delete",
-            _("Delete"),
-            operations.delete,
-            applies_to=[*JobStatus.claimable(), *JobStatus.terminal()],
-            permission="delete",
-            confirm=_(
-                "The jobs and their results and error history are deleted for good. Running "
-                "jobs are skipped: cancel them or release their lease first."
-            ),
-        ),
-    ]
-}
-
-
-def _bulk_action(action: JobAction) -> Callable:
-    """A changelist action running ``action``, after a confirmation page when it asks for one."""
-
-    def run(model_admin: "JobAdmin", request: HttpRequest, queryset: QuerySet) -> Any:
-        ids = list(queryset.values_list("pk", flat=True)[: MAX_ACTION_JOBS + 1])
-        capped = len(ids) > MAX_ACTION_JOBS
-        ids = ids[:MAX_ACTION_JOBS]
-        if action.confirm and request.POST.get("post") != "yes":
-            return model_admin.confirmation_page(request, action, ids, bulk=True, capped=capped)
-        model_admin.report(request, action, action.run(ids))
-        if capped:
-            model_admin.message_user(
-                request,
-                _("Only the first %(max)d selected jobs were processed; run it again for the rest.")
-                % {"max": MAX_ACTION_JOBS},
-                messages.WARNING,
-            )
-        return None
-
-    run.__name__ = f"{action.name}_jobs"
-    return admin.action(
-        permissions=[action.permission], description=_("%s selected jobs") % action.label
-    )(run)
+from django_leasequeue.admin.pagination import EstimatedCountPaginator
+from django_leasequeue.backend import job_database
+from django_leasequeue.models import Job
+from django_leasequeue.progress.widget import TEMPLATE as PROGRESS_TEMPLATE
+from django_leasequeue.progress.widget import progress_bar_context
+from django_leasequeue.status import JobStatus
 
 
 @admin.register(Job)
@@ -168,7 +81,7 @@ class JobAdmin(admin.ModelAdmin):
     list_per_page = 50
     paginator = EstimatedCountPaginator
     show_full_result_count = False
-    actions = [_bulk_action(action) for action in ACTIONS.values()]
+    actions = [bulk_action(action) for action in ACTIONS.values()]
 
     readonly_fields = [
         "id",
@@ -245,7 +158,7 @@ class JobAdmin(admin.ModelAdmin):
     # Querysets
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
-        queryset = super().get_queryset(request)
+        queryset = super().get_queryset(request).using(job_database())
         if request.resolver_match and request.resolver_match.url_name.endswith("changelist"):
             # The list shows none of the (possibly large) JSON payloads.
             queryset = queryset.defer("args", "kwargs", "result", "errors", "checkpoint")
@@ -286,7 +199,7 @@ class JobAdmin(admin.ModelAdmin):
 
     def delete_model(self, request: HttpRequest, obj: Job) -> None:
         """Through the protocol: a job a worker claimed since the page was shown is skipped."""
-        self.report(request, ACTIONS["delete"], operations.delete([obj.pk]))
+        run_action(self, request, ACTIONS["delete"], [obj.pk])
 
     def response_delete(self, request: HttpRequest, obj_display: str, obj_id: Any) -> Any:
         # delete_model already reported what happened; the default message would claim success.
@@ -321,7 +234,7 @@ class JobAdmin(admin.ModelAdmin):
     def changelist_view(
         self, request: HttpRequest, extra_context: dict | None = None
     ) -> HttpResponse:
-        summary = protocol.execute(protocol.queue_summary(), router.db_for_read(Job))
+        summary = protocol.execute(protocol.queue_summary(), job_database())
         for row in summary:
             age = row["oldest_due_age"]
             row["oldest_due"] = show.duration(age) if age is not None else show.EMPTY
@@ -375,7 +288,7 @@ class JobAdmin(admin.ModelAdmin):
 
     @admin.display(description=_("progress"))
     def progress_display(self, job: Job) -> SafeString | str:
-        return show.progress_bar(job.progress)
+        return show.progress_bar(job.progress, job.status)
 
     @admin.display(description=_("enqueued"), ordering="id")
     def enqueued(self, job: Job) -> SafeString | str:
@@ -423,12 +336,12 @@ class JobAdmin(admin.ModelAdmin):
         websockets are not served; without it the stored progress is shown as it was.
         """
         if job.status not in JobStatus.unfinished():
-            return show.progress_bar(job.progress)
+            return show.progress_bar(job.progress, job.status)
         try:
             reverse("leasequeue:job-status", args=[job.pk])
         except NoReverseMatch:
-            return show.progress_bar(job.progress)
-        return render_to_string("leasequeue/progress.html", leasequeue_progress(job))
+            return show.progress_bar(job.progress, job.status)
+        return render_to_string(PROGRESS_TEMPLATE, progress_bar_context(job))
 
     @admin.display(description=_("enqueued"))
     def when_enqueued(self, job: Job) -> str:
@@ -491,68 +404,10 @@ class JobAdmin(admin.ModelAdmin):
         if not action.allowed(self, request, job):
             raise PermissionDenied
         if request.method == "POST":
-            self.report(request, action, action.run([job.pk]))
+            run_action(self, request, action, [job.pk])
             return HttpResponseRedirect(
                 reverse(f"{self.admin_site.name}:leasequeue_job_change", args=[job.pk])
             )
         if request.method == "GET" and action.confirm:
-            return self.confirmation_page(request, action, [job.pk], bulk=False)
+            return confirmation_page(self, request, action, [job.pk], bulk=False)
         return HttpResponseNotAllowed(["POST"])
-
-    # Shared by both kinds of action
-
-    def confirmation_page(
-        self,
-        request: HttpRequest,
-        action: JobAction,
-        ids: list[UUID],
-        *,
-        bulk: bool,
-        capped: bool = False,
-    ) -> TemplateResponse:
-        preview = (
-            Job.objects.filter(pk__in=ids[:CONFIRMATION_PREVIEW])
-            .only("task_path", "status")
-            .order_by("-id")
-        )
-        by_status = dict(
-            Job.objects.filter(pk__in=ids)
-            .values_list("status")
-            .annotate(n=Count("pk"))
-            .values_list("status", "n")
-        )
-        context = {
-            **self.admin_site.each_context(request),
-            "title": _("%s: are you sure?") % action.label,
-            "opts": self.opts,
-            "action": action,
-            "bulk": bulk,
-            "ids": ids,
-            "count": len(ids),
-            "capped": capped,
-            "max_jobs": MAX_ACTION_JOBS,
-            "preview": [(job, show.status_badge(job.status)) for job in preview],
-            "will_apply": sum(n for status, n in by_status.items() if status in action.applies_to),
-            "select_across": request.POST.get("select_across") == "1",
-            # Django acts only when some box is ticked, even for "select all" (select_across).
-            "selected_ids": request.POST.getlist(helpers.ACTION_CHECKBOX_NAME) if bulk else [],
-            "media": self.media,
-        }
-        return TemplateResponse(request, "admin/leasequeue/job/action_confirmation.html", context)
-
-    def report(
-        self, request: HttpRequest, action: JobAction, report: operations.ActionReport
-    ) -> None:
-        """Tell the operator what happened, and record it in each changed job's history."""
-        if report.changed_ids and action.name != "delete":
-            LogEntry.objects.log_actions(
-                user_id=request.user.pk,
-                queryset=Job.objects.filter(pk__in=report.changed_ids).only("task_path", "status"),
-                action_flag=CHANGE,
-                change_message=str(action.label),
-            )
-        if report.changed_count and not report.skipped_count:
-            level = messages.SUCCESS
-        else:
-            level = messages.WARNING
-        self.message_user(request, report.message(), level)

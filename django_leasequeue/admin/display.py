@@ -14,7 +14,8 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
 
-from django_leasequeue.models import JobStatus
+from django_leasequeue.progress.state import percent
+from django_leasequeue.status import JobStatus
 
 EMPTY = "—"
 
@@ -104,21 +105,24 @@ def lease_state(status: str, lease_expires_at: datetime | None, now: datetime) -
     )
 
 
-def progress_bar(progress: dict[str, Any] | None) -> SafeString | str:
-    """An accessible progress bar with its percentage (or count) and message in text."""
+def progress_bar(progress: dict[str, Any] | None, status: str) -> SafeString | str:
+    """An accessible progress bar with its percentage (or count) and message in text.
+
+    The percentage is the live bar's (``progress.state.percent``), so the two always agree.
+    """
     if not progress:
         return EMPTY
     current = progress.get("current") or 0
     total = progress.get("total")
     message = progress.get("message") or ""
-    if total:
-        percent = max(0.0, min(100.0, current * 100 / total))
+    done = percent(current, total, status)
+    if done is not None:
         return format_html(
             '<span class="lq-progress"><progress max="100" value="{}" aria-label="{}"></progress>'
             " {}%{}</span>",
-            f"{percent:.0f}",
+            done,
             message or _("progress"),
-            f"{percent:.0f}",
+            done,
             format_html(" · {}", message) if message else "",
         )
     return format_html(

@@ -15,6 +15,8 @@ from uuid import UUID
 
 from asgiref.sync import async_to_sync
 from django.db import transaction
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 logger = logging.getLogger(__name__)
 
@@ -24,8 +26,10 @@ WEBSOCKET_PATH = "/ws/leasequeue/jobs/"
 EVENT_TYPE = "leasequeue.event"
 # A publish waits at most this long: an unreachable Redis must not stall the task reporting.
 _PUBLISH_TIMEOUT_SECONDS = 2.0
-# After a failed publish, skip that layer this long instead of paying a timeout per event.
+# After the layer itself failed (unreachable, too slow), skip it this long instead of paying a
+# timeout per event. Other failures concern one event only and pause nothing.
 _PAUSE_AFTER_FAILURE_SECONDS = 5.0
+_LAYER_FAILURES = (TimeoutError, OSError, RedisConnectionError, RedisTimeoutError)
 _paused_until: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
 
 
@@ -59,7 +63,7 @@ async def apublish(job_id: UUID | str, event: dict[str, Any]) -> None:
             layer.group_send(group_name(job_id), message), _PUBLISH_TIMEOUT_SECONDS
         )
     except Exception as exc:
-        if layer is not None:
+        if layer is not None and isinstance(exc, _LAYER_FAILURES):
             _paused_until[layer] = time.monotonic() + _PAUSE_AFTER_FAILURE_SECONDS
         logger.warning(
             "Could not publish %s event of job %s to the channel layer (%r); live viewers "
@@ -68,26 +72,6 @@ async def apublish(job_id: UUID | str, event: dict[str, Any]) -> None:
             job_id,
             exc,
         )
-
-
-def watch(job_id: UUID | str, viewers: int = 1) -> None:
-    """Tell workers a page follows the job live (``viewers=-1`` when it leaves).
-
-    Workers publish a job's events only while it has viewers, so unwatched jobs cost no
-    channel-layer traffic; a viewer that joins between two checks is covered by the consumer's
-    periodic database check.
-    """
-    from django.tasks import task_backends
-
-    from django_leasequeue.backend import LeaseQueueBackend
-
-    seen = set()
-    for backend in task_backends.all():
-        if isinstance(backend, LeaseQueueBackend) and backend.signals.enabled:
-            where = (backend.signals.redis_alias, backend.signals.key_prefix)
-            if where not in seen:
-                seen.add(where)
-                backend.signals.watch(str(UUID(str(job_id))), viewers)
 
 
 def publish(job_id: UUID | str, event: dict[str, Any]) -> None:

@@ -3,15 +3,14 @@
 from datetime import timedelta
 
 from django.contrib import admin
-from django.db import router
 from django.db.models import QuerySet
 from django.http import HttpRequest
-from django.tasks import task_backends
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from django_leasequeue import protocol
-from django_leasequeue.models import Job, JobStatus
+from django_leasequeue.backend import job_database, lease_queue_backends
+from django_leasequeue.status import JobStatus
 
 # Most task paths the task filter offers.
 TASK_CHOICES_LIMIT = 200
@@ -24,12 +23,9 @@ class QueueFilter(admin.SimpleListFilter):
     parameter_name = "queue"
 
     def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple]:
-        from django_leasequeue.backend import LeaseQueueBackend
-
         queues: set[str] = set()
-        for backend in task_backends.all():
-            if isinstance(backend, LeaseQueueBackend):
-                queues |= backend.queues
+        for backend in lease_queue_backends():
+            queues |= backend.queues
         return [(name, name) for name in sorted(queues)]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
@@ -43,9 +39,7 @@ class TaskFilter(admin.SimpleListFilter):
     parameter_name = "task"
 
     def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple]:
-        paths = protocol.execute(
-            protocol.task_paths(limit=TASK_CHOICES_LIMIT), router.db_for_read(Job)
-        )
+        paths = protocol.execute(protocol.task_paths(limit=TASK_CHOICES_LIMIT), job_database())
         return [(path, path) for path in paths]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:

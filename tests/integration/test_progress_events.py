@@ -11,8 +11,8 @@ import pytest
 from channels.layers import get_channel_layer
 from django.test import override_settings
 
-from django_leasequeue import live
 from django_leasequeue.ids import uuid7
+from django_leasequeue.progress import events
 from tests.servers import free_port
 
 EVENT = {"kind": "progress", "current": 1.0, "total": 4.0, "message": "a quarter"}
@@ -22,13 +22,13 @@ async def test_apublish_reaches_a_member_of_the_job_group_through_channels_redis
     layer = get_channel_layer()
     job_id, other_job_id = uuid7(), uuid7()
     watcher, bystander = await layer.new_channel(), await layer.new_channel()
-    await layer.group_add(live.group_name(job_id), watcher)
-    await layer.group_add(live.group_name(other_job_id), bystander)
+    await layer.group_add(events.group_name(job_id), watcher)
+    await layer.group_add(events.group_name(other_job_id), bystander)
 
-    await live.apublish(job_id, EVENT)
+    await events.apublish(job_id, EVENT)
 
     message = await asyncio.wait_for(layer.receive(watcher), 3)
-    assert message == {"type": live.EVENT_TYPE, "event": EVENT}
+    assert message == {"type": events.EVENT_TYPE, "event": EVENT}
     with pytest.raises(TimeoutError):
         await asyncio.wait_for(layer.receive(bystander), 0.3)
 
@@ -39,31 +39,31 @@ def test_sync_publish_reaches_the_group_too():
 
     async def subscribe() -> str:
         channel = await layer.new_channel()
-        await layer.group_add(live.group_name(job_id), channel)
+        await layer.group_add(events.group_name(job_id), channel)
         return channel
 
     async def receive(channel: str) -> dict:
         return await asyncio.wait_for(layer.receive(channel), 3)
 
     channel = asyncio.run(subscribe())
-    live.publish(str(job_id), {"kind": "status", "status": "succeeded"})
+    events.publish(str(job_id), {"kind": "status", "status": "succeeded"})
     assert asyncio.run(receive(channel))["event"] == {"kind": "status", "status": "succeeded"}
 
 
 def test_group_names_are_valid_channels_names_one_per_job():
     layer = get_channel_layer()
     job_id = uuid7()
-    name = live.group_name(job_id)
+    name = events.group_name(job_id)
     assert layer.require_valid_group_name(name)
-    assert live.group_name(str(job_id)) == name != live.group_name(uuid7())
+    assert events.group_name(str(job_id)) == name != events.group_name(uuid7())
     with pytest.raises(ValueError):
-        live.group_name("../../etc")
+        events.group_name("../../etc")
 
 
 @override_settings(CHANNEL_LAYERS={})
 async def test_without_channel_layers_publishing_is_a_quiet_no_op(caplog):
-    assert live.websockets_enabled() is False
-    await live.apublish(uuid7(), EVENT)
+    assert events.websockets_enabled() is False
+    await events.apublish(uuid7(), EVENT)
     assert caplog.records == []
 
 
@@ -76,10 +76,10 @@ async def test_unreachable_channel_layer_is_logged_and_then_skipped_for_a_while(
     }
     with override_settings(CHANNEL_LAYERS=dead_redis), caplog.at_level(logging.WARNING):
         started = time.monotonic()
-        await live.apublish(uuid7(), EVENT)
-        await live.apublish(uuid7(), EVENT)
+        await events.apublish(uuid7(), EVENT)
+        await events.apublish(uuid7(), EVENT)
         elapsed = time.monotonic() - started
-    warnings = [r for r in caplog.records if r.name == "django_leasequeue.live"]
+    warnings = [r for r in caplog.records if r.name == "django_leasequeue.progress.events"]
     assert len(warnings) == 1, "the second publish should skip the layer that just failed"
     assert "Could not publish progress event" in warnings[0].getMessage()
     assert elapsed < 3
@@ -93,12 +93,13 @@ def test_the_app_imports_and_renders_without_channels_installed():
         import django
         django.setup()
         from django.template import Context, Template
-        from django_leasequeue import live, views, urls
+        from django_leasequeue import progress, urls
+        from django_leasequeue.progress import events, views, widget
         from django_leasequeue.ids import uuid7
         from django_leasequeue.models import Job
 
-        live.publish(uuid7(), {"kind": "status", "status": "running"})
-        assert live.websockets_enabled() is False
+        events.publish(uuid7(), {"kind": "status", "status": "running"})
+        assert events.websockets_enabled() is False
         html = Template("{% load leasequeue %}{% leasequeue_progress job %}").render(
             Context({"job": Job(id=uuid7(), status="running")})
         )
@@ -121,7 +122,7 @@ def test_a_cancel_tells_open_pages_once_it_commits_and_not_if_rolled_back(backen
 
     async def subscribe(job_id) -> str:
         channel = await layer.new_channel()
-        await layer.group_add(live.group_name(job_id), channel)
+        await layer.group_add(events.group_name(job_id), channel)
         return channel
 
     async def receive(channel: str, timeout: float) -> dict:

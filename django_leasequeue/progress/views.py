@@ -6,14 +6,14 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
-from django_leasequeue.access import can_view_job
-from django_leasequeue.jobstate import load_job_state
+from django_leasequeue.progress.access import can_view_job
+from django_leasequeue.progress.state import load_job_state
 
 
 @never_cache
 @require_safe
 def job_status(request: HttpRequest, job_id: UUID) -> JsonResponse:
-    """The job's state (``jobstate``); same authorisation as the websocket, token in ``?token=``.
+    """The job's state (``progress.state``); the websocket's authorisation, token in ``?token=``.
 
     Refuses before looking the job up, so that nobody learns which job ids exist.
     """

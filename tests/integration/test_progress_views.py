@@ -5,7 +5,7 @@ from django.test import Client
 
 from django_leasequeue import protocol
 from django_leasequeue.ids import uuid7
-from django_leasequeue.tokens import job_token
+from django_leasequeue.progress.access import job_token
 from tests.helpers import claim_one
 from tests.tasks import quick_retry
 from tests.viewers import aged_token, forged_token, staff_user

@@ -1,0 +1,46 @@
+"""The live progress bar's template context: ``{% leasequeue_progress job %}`` renders it.
+
+``job`` may be a ``Job``, a Django ``TaskResult`` or a job id. The bar is rendered with the state
+in the database (it reads right without JavaScript), then ``leasequeue/progress.js`` keeps it live.
+"""
+
+import json
+import uuid
+from typing import Any
+
+from django.tasks import TaskResult
+from django.urls import reverse
+from django.utils.translation import gettext as _
+
+from django_leasequeue.models import Job
+from django_leasequeue.progress.access import job_token
+from django_leasequeue.progress.events import WEBSOCKET_PATH, websockets_enabled
+from django_leasequeue.progress.state import JobState, job_state, load_job_state, missing_job_state
+from django_leasequeue.status import JobStatus
+
+TEMPLATE = "leasequeue/progress.html"
+
+
+def state_of(job: Job | TaskResult | uuid.UUID | str) -> JobState:
+    if isinstance(job, Job):
+        return job_state(job.pk, job.status, job.progress, job.attempt)
+    job_id = uuid.UUID(str(job.id if isinstance(job, TaskResult) else job))
+    return load_job_state(job_id) or missing_job_state(job_id)
+
+
+def progress_bar_context(
+    job: Job | TaskResult | uuid.UUID | str, label: str = ""
+) -> dict[str, Any]:
+    """What ``leasequeue/progress.html`` needs to draw one job's bar and keep it live."""
+    state = state_of(job)
+    job_id = state["job_id"]
+    return {
+        "state": state,
+        "label": label or _("Job progress"),
+        "status_label": JobStatus(state["status"]).label if state["status"] else "",
+        "status_labels": json.dumps({status.value: str(status.label) for status in JobStatus}),
+        "token": job_token(job_id),
+        "status_url": reverse("leasequeue:job-status", args=[job_id]),
+        "websocket_path": f"{WEBSOCKET_PATH}{job_id}/" if websockets_enabled() else "",
+        "dom_id": f"leasequeue-{job_id}-{uuid.uuid4().hex[:8]}",
+    }

@@ -1,0 +1,41 @@
+"""``JobStatus``: the states of a job's life, usable without the ORM (protocol, runtime, views)."""
+
+from django.db import models
+from django.tasks import TaskResultStatus
+from django.utils.translation import gettext_lazy as _
+
+
+class JobStatus(models.TextChoices):
+    QUEUED = "queued", _("Queued")
+    RUNNING = "running", _("Running")
+    RETRYING = "retrying", _("Retrying")
+    SUCCEEDED = "succeeded", _("Succeeded")
+    FAILED = "failed", _("Failed")
+    CANCELLED = "cancelled", _("Cancelled")
+
+    @classmethod
+    def claimable(cls) -> list[str]:
+        return [cls.QUEUED, cls.RETRYING]
+
+    @classmethod
+    def unfinished(cls) -> list[str]:
+        return [cls.QUEUED, cls.RETRYING, cls.RUNNING]
+
+    @classmethod
+    def terminal(cls) -> list[str]:
+        return [cls.SUCCEEDED, cls.FAILED, cls.CANCELLED]
+
+    @property
+    def django_status(self) -> TaskResultStatus:
+        """The status Django's Tasks API reports for this one (docs/concepts.md)."""
+        return _DJANGO_STATUS[self]
+
+
+_DJANGO_STATUS = {
+    JobStatus.QUEUED: TaskResultStatus.READY,
+    JobStatus.RETRYING: TaskResultStatus.READY,
+    JobStatus.RUNNING: TaskResultStatus.RUNNING,
+    JobStatus.SUCCEEDED: TaskResultStatus.SUCCESSFUL,
+    JobStatus.FAILED: TaskResultStatus.FAILED,
+    JobStatus.CANCELLED: TaskResultStatus.FAILED,
+}
