@@ -16,9 +16,7 @@ def _module_name(path: Path) -> str:
 
 def _modules() -> dict[str, Path]:
     return {
-        _module_name(path): path
-        for path in PACKAGE.rglob("*.py")
-        if "migrations" not in path.parts
+        _module_name(path): path for path in PACKAGE.rglob("*.py") if "migrations" not in path.parts
     }
 
 
