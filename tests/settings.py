@@ -56,6 +56,8 @@ DATABASES = {
         "PORT": str(_db.port or 5432),
     }
 }
+# A second database, for the test that the job table may live apart from the project's models.
+DATABASES["jobs"] = {**DATABASES["default"], "NAME": f"{DATABASES['default']['NAME']}_jobs"}
 CACHES = {
     "default": {
         "BACKEND": "django_redis.cache.RedisCache",

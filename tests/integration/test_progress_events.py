@@ -50,6 +50,21 @@ def test_sync_publish_reaches_the_group_too():
     assert asyncio.run(receive(channel))["event"] == {"kind": "status", "status": "succeeded"}
 
 
+async def test_an_event_that_fails_alone_does_not_pause_publishing_for_other_jobs(caplog):
+    layer = get_channel_layer()
+    broken_job, other_job = uuid7(), uuid7()
+    watcher, broken_watcher = await layer.new_channel(), await layer.new_channel()
+    await layer.group_add(events.group_name(other_job), watcher)
+    await layer.group_add(events.group_name(broken_job), broken_watcher)
+    with caplog.at_level(logging.WARNING):
+        # msgpack cannot encode an object: this one event fails, the layer is fine.
+        await events.apublish(broken_job, {"kind": "progress", "current": object()})
+        await events.apublish(other_job, EVENT)
+    assert "Could not publish progress event" in caplog.text
+    message = await asyncio.wait_for(layer.receive(watcher), 3)
+    assert message["event"] == EVENT
+
+
 def test_group_names_are_valid_channels_names_one_per_job():
     layer = get_channel_layer()
     job_id = uuid7()
