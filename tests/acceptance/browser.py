@@ -1,11 +1,15 @@
-"""Headless Debian Chromium for the browser tests (Playwright's own download does not work here)."""
+"""Headless Chromium for the browser tests: the one ``dev.py test`` found or installed.
 
-from pathlib import Path
+``dev.py test`` sets ``LEASEQUEUE_CHROMIUM``; run directly, pytest falls back to a system
+Chromium, then to Playwright's own browser.
+"""
+
+import os
+import shutil
 
 import pytest
-from playwright.sync_api import Browser, Playwright
+from playwright.sync_api import Browser, Error, Playwright
 
-CHROMIUM = "/usr/bin/chromium"
 # Without the background-networking flags Chromium keeps dialling hosts a closed network refuses.
 _ARGS = [
     "--no-sandbox",
@@ -17,6 +21,8 @@ _ARGS = [
 
 
 def launch_chromium(playwright: Playwright) -> Browser:
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium package.")
-    return playwright.chromium.launch(executable_path=CHROMIUM, args=_ARGS)
+    executable = os.environ.get("LEASEQUEUE_CHROMIUM") or shutil.which("chromium")
+    try:
+        return playwright.chromium.launch(executable_path=executable, args=_ARGS)
+    except Error as exc:
+        pytest.fail(f"No Chromium to launch ({exc}); run the tests with `python3 dev.py test`.")

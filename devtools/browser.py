@@ -1,0 +1,75 @@
+"""A Chromium for the browser tests, found or installed without asking anyone.
+
+In this order: a browser Playwright already has; a system Chromium; Playwright's own download
+(``python -m playwright install chromium``, where its site is reachable); Debian's ``chromium``
+package through apt-get when running as root. Otherwise stop with the one command to run.
+"""
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+# The environment variable that tells the tests which browser to launch.
+ENV_VAR = "LEASEQUEUE_CHROMIUM"
+_SYSTEM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+_PLAYWRIGHT_INSTALL_TIMEOUT = 300
+_APT_TIMEOUT = 900
+
+
+def _playwright_browser(python: Path) -> str | None:
+    """The Chromium Playwright downloaded earlier, if it is on disk."""
+    script = (
+        "from playwright.sync_api import sync_playwright\n"
+        "with sync_playwright() as p: print(p.chromium.executable_path)"
+    )
+    done = subprocess.run([python, "-c", script], capture_output=True, text=True)
+    path = done.stdout.strip()
+    return path if done.returncode == 0 and path and Path(path).exists() else None
+
+
+def _system_browser() -> str | None:
+    for name in _SYSTEM_NAMES:
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def _run_quietly(command: list, timeout: float) -> bool:
+    print(f"Installing a browser for the browser tests: {' '.join(map(str, command))}", flush=True)
+    try:
+        done = subprocess.run(command, capture_output=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
+def _apt_install() -> bool:
+    if not hasattr(os, "geteuid") or os.geteuid() != 0 or not shutil.which("apt-get"):
+        return False
+    install = ["apt-get", "install", "-y", "-q", "chromium"]
+    return _run_quietly(install, _APT_TIMEOUT) or (
+        _run_quietly(["apt-get", "update", "-q"], _APT_TIMEOUT)
+        and _run_quietly(install, _APT_TIMEOUT)
+    )
+
+
+def ensure_chromium(python: Path) -> str:
+    """The path of a Chromium the tests can launch, installing one when there is none."""
+    found = os.environ.get(ENV_VAR) or _playwright_browser(python) or _system_browser()
+    if found:
+        return found
+    download = [python, "-m", "playwright", "install", "chromium"]
+    if _run_quietly(download, _PLAYWRIGHT_INSTALL_TIMEOUT):
+        found = _playwright_browser(python)
+    if not found and _apt_install():
+        found = _system_browser()
+    if not found:
+        raise SystemExit(
+            "The browser tests need Chromium and none could be installed. Run one of:\n"
+            "  sudo apt-get install chromium          # Debian, Ubuntu\n"
+            f"  {python} -m playwright install chromium   # elsewhere\n"
+            f"or point {ENV_VAR} at a Chromium or Chrome binary."
+        )
+    return found
