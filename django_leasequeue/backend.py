@@ -85,7 +85,7 @@ class LeaseQueueBackend(BaseTaskBackend):
     # Enqueue
 
     def enqueue(self, task: Task, args: Sequence[Any], kwargs: Mapping[str, Any]) -> TaskResult:
-        """Insert one job in the caller's transaction; signal workers when it commits."""
+        """Insert one job in the caller's transaction; wake workers when it commits."""
         return self.enqueue_many([(task, args, kwargs)])[0]
 
     def enqueue_many(self, calls: Iterable[TaskCall]) -> list[TaskResult]:

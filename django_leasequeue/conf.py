@@ -18,7 +18,7 @@ class BackendConfig:
 
     # DATABASES alias holding the job table.
     database: str = "default"
-    # CACHES alias of a django-redis cache that carries wake-up signals; None = poll only.
+    # CACHES alias of a django-redis cache that carries wakeups; None = poll only.
     redis_alias: str | None = "default"
     # Prefix of every Redis key the backend writes.
     key_prefix: str = "leasequeue"
@@ -33,9 +33,9 @@ class BackendConfig:
     backoff_cap_seconds: float = 600.0
     # How long an idle worker waits on Redis (or sleeps when Redis is down) before polling SQL.
     poll_seconds: float = 1.0
-    # How often each worker runs the recover sweep (expired leases, lost signals).
+    # How often each worker runs the recover sweep (expired leases, lost wakeups).
     sweep_seconds: float = 5.0
-    # Due jobs left unclaimed this long are signalled again by the sweep.
+    # Due jobs left unclaimed this long get a wakeup again from the sweep.
     resignal_after_seconds: float = 10.0
     # Most rows a single recover statement touches.
     sweep_batch: int = 500

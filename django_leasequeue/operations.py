@@ -132,7 +132,7 @@ def _run(
 
 
 def retry(ids: Iterable[UUID | str], using: str) -> ActionReport:
-    """Failed/cancelled jobs → queued now, attempts reset, error history kept; workers signalled."""
+    """Failed/cancelled jobs → queued now, attempts reset, error history kept; workers woken."""
 
     def apply(batch: list[UUID], using: str, report: ActionReport) -> set[UUID]:
         rows = _retry_rows(batch, using)

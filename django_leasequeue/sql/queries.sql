@@ -30,7 +30,7 @@ COPY leasequeue_job (id, task_path, queue_name, priority, backend, args, kwargs,
                      enqueued_at, max_attempts, timeout_seconds, backoff_seconds) FROM STDIN;
 
 -- name: claim_by_ids
--- Signal path: compare-and-swap claim of the signalled jobs that are still claimable and due.
+-- Wakeup path: compare-and-swap claim of the woken jobs that are still claimable and due.
 UPDATE leasequeue_job
 SET status = 'running',
     worker_id = %(worker_id)s::text,
@@ -220,7 +220,7 @@ WHERE job.id = expired.id
 RETURNING job.id, job.status, job.queue_name;
 
 -- name: stale_due_jobs
--- Sweep: due claimable jobs nobody claimed for a while, to be signalled again.
+-- Sweep: due claimable jobs nobody claimed for a while, to get a wakeup again.
 SELECT id, queue_name FROM leasequeue_job
 WHERE status IN ('queued', 'retrying')
   AND run_after <= now() - make_interval(secs => %(older_than_seconds)s::float8)
