@@ -6,14 +6,17 @@ Prints bulk enqueue jobs/s (median of --repeats runs, beside a raw COPY of the s
 drain jobs/s with P processes x C concurrency (leases, heartbeats and fencing on), pickup
 latency p50/p99 of idle workers (jobs enqueued one at a time, Redis signals on), and a minimal
 raw-SQL loop (batch SKIP LOCKED claim + update, no framework) over the same jobs as the drain
-ceiling, with our ratios. Uses its own database (lq_bench); writes bench/results/latest.json
-and docs/img/benchmark.svg.
+ceiling, with our ratios. Beside each drain figure: the worker CPU (user + system) per job,
+from the rusage of the ``runworkers --burst`` processes, less that of an empty burst (start-up,
+supervisor). Uses its own database (lq_bench); writes bench/results/latest.json and
+docs/img/benchmark.svg.
 """
 
 import argparse
 import json
 import multiprocessing
 import os
+import resource
 import signal
 import statistics
 import subprocess
@@ -152,13 +155,35 @@ def raw_copy(jobs: int) -> float:
     return jobs / (time.perf_counter() - started)
 
 
-def measure_drain(jobs: int, processes: int, concurrency: int, task) -> float:
+def children_cpu() -> float:
+    """CPU seconds (user + system) of the child processes waited for so far, and theirs.
+
+    The supervisor waits for its worker processes, so a finished ``runworkers`` counts them all.
+    """
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def burst_cpu(processes: int, concurrency: int) -> float:
+    """CPU seconds of one ``runworkers --burst`` over an empty queue: start-up and supervisor."""
+    reset()
+    before = children_cpu()
+    start_workers(processes, concurrency, "--burst").wait(120)
+    return children_cpu() - before
+
+
+def measure_drain(
+    jobs: int, processes: int, concurrency: int, task, idle_cpu: float
+) -> tuple[float, float]:
+    """Drain jobs/s, and the workers' CPU seconds per job (less ``idle_cpu``, an empty burst)."""
     reset()
     bulk_enqueue(jobs, task)
+    before = children_cpu()
     workers = start_workers(processes, concurrency, "--burst")
     wait_all_finished(jobs)
     workers.wait(60)
-    return drain_rate(jobs)
+    cpu = children_cpu() - before - idle_cpu
+    return drain_rate(jobs), cpu / jobs
 
 
 def measure_pickup(samples: int, processes: int, concurrency: int, task) -> list[float]:
@@ -250,16 +275,20 @@ def main() -> None:
         f"(ours = {enqueue_rate / copy_rate:.0%})",
         flush=True,
     )
-    drain_async = measure_drain(args.jobs, p, c, anoop)
+    idle_cpu = min(burst_cpu(p, c) for _ in range(3))
+    print(f"runworkers --burst on an empty queue: {idle_cpu:.2f} s CPU", flush=True)
+    drain_async, cpu_async = measure_drain(args.jobs, p, c, anoop, idle_cpu)
     print(
         f"drain, async no-op task: {drain_async:,.0f} jobs/s = "
-        f"{drain_async / ceiling:.0%} of the raw ceiling",
+        f"{drain_async / ceiling:.0%} of the raw ceiling; "
+        f"worker CPU per job: {cpu_async * 1e6:.0f} µs",
         flush=True,
     )
-    drain_sync = measure_drain(args.jobs, p, c, noop)
+    drain_sync, cpu_sync = measure_drain(args.jobs, p, c, noop, idle_cpu)
     print(
         f"drain, sync no-op task (threads): {drain_sync:,.0f} jobs/s = "
-        f"{drain_sync / ceiling:.0%} of the raw ceiling",
+        f"{drain_sync / ceiling:.0%} of the raw ceiling; "
+        f"worker CPU per job: {cpu_sync * 1e6:.0f} µs",
         flush=True,
     )
     latencies = measure_pickup(args.pickup_samples, p, c, anoop)
@@ -282,6 +311,9 @@ def main() -> None:
             "drain_sync": drain_sync,
         },
         "pickup_ms": {"p50": q[49], "p99": q[98], "max": max(latencies)},
+        # Worker CPU (user + system) per job, less an empty burst's start-up and supervisor.
+        "worker_cpu_us_per_job": {"drain_async": cpu_async * 1e6, "drain_sync": cpu_sync * 1e6},
+        "idle_burst_cpu_s": idle_cpu,
     }
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=2) + "\n")
