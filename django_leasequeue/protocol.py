@@ -91,11 +91,11 @@ class ClaimedJob:
     def from_row(cls, row: Row) -> "ClaimedJob":
         return cls(
             lease=Lease(row.pop("id"), row.pop("lease_version")),
-            args=json.loads(row.pop("args")),
-            kwargs=json.loads(row.pop("kwargs")),
+            args=_loads(row.pop("args")),
+            kwargs=_loads(row.pop("kwargs")),
             checkpoint=_json_or_none(row.pop("checkpoint")),
             worker_ids=json.loads(row.pop("worker_ids")),
-            errors=json.loads(row.pop("errors")),
+            errors=_loads(row.pop("errors")),
             **row,
         )
 
@@ -121,6 +121,15 @@ class SweptJob:
     id: UUID
     status: str
     queue_name: str
+
+
+_EMPTY = {"[]": list, "{}": dict}
+
+
+def _loads(text: str) -> Any:
+    """``json.loads``, without running the decoder for the common empty list and dict."""
+    empty = _EMPTY.get(text)
+    return empty() if empty is not None else json.loads(text)
 
 
 def _json_or_none(text: str | None) -> Any:
@@ -467,8 +476,18 @@ async def aexecute[T](
     """Run on a worker's psycopg connection (see ``connection.connect_async``)."""
     async with conn.cursor() as cursor:
         await cursor.execute(statement.query.sql, statement.params, prepare=prepare)
-        rows = await cursor.fetchall() if cursor.description else []
-        return statement.read(_as_dicts(cursor.description, rows))
+        result = cursor.pgresult
+        if result is None or not result.nfields:
+            return statement.read([])
+        rows = await cursor.fetchall()
+        # A named query's columns never change: read their names once, not per round trip.
+        names = _COLUMN_NAMES.get(statement.query.name)
+        if names is None:
+            names = _COLUMN_NAMES[statement.query.name] = [c.name for c in cursor.description]
+        return statement.read([dict(zip(names, row, strict=True)) for row in rows])
+
+
+_COLUMN_NAMES: dict[str, list[str]] = {}
 
 
 def _as_dicts(description: Any, rows: list[tuple]) -> list[Row]:

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from django.tasks import task_backends
 from django.tasks.exceptions import InvalidTaskBackend
 from django_redis import get_redis_connection
-from redis.exceptions import RedisError
+from redis.exceptions import RedisError, ResponseError
 
 logger = logging.getLogger(__name__)
 
@@ -32,6 +32,7 @@ class Wakeups:
         self.redis_alias = redis_alias
         self.key_prefix = key_prefix
         self._paused_until = 0.0
+        self._multi_pop = True
 
     @property
     def enabled(self) -> bool:
@@ -69,10 +70,18 @@ class Wakeups:
     def pop(self, queue_names: Sequence[str], max_count: int, timeout: float) -> list[bytes]:
         """Block up to ``timeout`` for a wakeup, then take up to ``max_count`` ids at once.
 
+        One round trip (``BLMPOP``) on Redis 7; two (``BLPOP`` then ``LPOP``) on older servers.
         Raises RedisError when Redis is unreachable; the worker then polls PostgreSQL.
         """
         client = self.client()
         keys = [self.key(name) for name in queue_names]
+        if self._multi_pop:
+            try:
+                popped = client.blmpop(timeout, len(keys), *keys, direction="LEFT", count=max_count)
+            except ResponseError:  # unknown command: Redis older than 7
+                self._multi_pop = False
+            else:
+                return popped[1] if popped else []
         popped = client.blpop(keys, timeout=timeout)
         if popped is None:
             return []

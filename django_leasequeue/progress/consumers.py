@@ -9,6 +9,7 @@ database check, so a viewer is never left waiting on a finished job.
 
 import asyncio
 import contextlib
+from itertools import chain, repeat
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -23,6 +24,9 @@ from django_leasequeue.status import JobStatus
 # Close code sent before accepting, i.e. the handshake is refused (HTTP 403 on the wire).
 CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
+
+# Seconds after connecting of the first database checks, before the steady recheck interval.
+_EARLY_RECHECKS = (0.5, 1.0, 1.5)
 
 _FORWARDED_KEYS = {
     "progress": ("kind", "current", "total", "message"),
@@ -85,8 +89,10 @@ class JobProgressConsumer(AsyncJsonWebsocketConsumer):
             await self.finish({**state, "status": event["status"], "final": True})
 
     async def recheck_until_final(self) -> None:
-        while True:
-            await asyncio.sleep(self.recheck_seconds)
+        """Check soon after connecting, then every ``recheck_seconds``: a worker learns that a
+        page follows its job within a second, so a short job may end before it publishes."""
+        for delay in chain(_EARLY_RECHECKS, repeat(self.recheck_seconds)):
+            await asyncio.sleep(min(delay, self.recheck_seconds))
             state = await database_sync_to_async(load_job_state)(self.job_id)
             if state is None or state["final"]:
                 await self.finish(state or missing_job_state(self.job_id))

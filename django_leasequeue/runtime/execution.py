@@ -5,7 +5,6 @@ import functools
 import inspect
 import traceback
 from collections.abc import Callable
-from concurrent.futures import Executor
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -18,6 +17,7 @@ from django_leasequeue import jsonargs
 from django_leasequeue.exceptions import JobTimeout, UnknownTask
 from django_leasequeue.protocol import ClaimedJob
 from django_leasequeue.results import task_for_path
+from django_leasequeue.runtime.threads import JobThreads
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +45,10 @@ def error_of(exc: BaseException, message: str | None = None) -> dict[str, str]:
 
 def resolve(job: ClaimedJob) -> Task | Outcome:
     """The job's Task, or a non-retryable failure saying why it cannot run."""
+    shape = (job.task_path, len(job.args), tuple(job.kwargs))
+    task = _RESOLVED.get(shape)
+    if task is not None:
+        return task
     try:
         task = task_for_path(job.task_path)
         _signature(task.func).bind(*_call_args(task, None, job), **job.kwargs)
@@ -53,7 +57,20 @@ def resolve(job: ClaimedJob) -> Task | Outcome:
     except TypeError as exc:
         message = f"Arguments do not match {job.task_path}: {exc}"
         return Outcome(error=error_of(TypeError(message)), retryable=False)
+    if len(_RESOLVED) < _RESOLVED_LIMIT:
+        _RESOLVED[shape] = task
     return task
+
+
+# Jobs of one shape (task path, number of arguments, keyword names) import and bind alike, so
+# a shape that resolved once needs neither ``import_string`` nor ``Signature.bind`` again.
+_RESOLVED: dict[tuple[str, int, tuple[str, ...]], Task] = {}
+_RESOLVED_LIMIT = 4096
+
+
+@functools.cache
+def _is_async(func: Callable[..., Any]) -> bool:
+    return inspect.iscoroutinefunction(func)
 
 
 @functools.cache
@@ -65,19 +82,18 @@ def _call_args(task: Task, context: Any, job: ClaimedJob) -> list[Any]:
     return [context, *job.args] if task.takes_context else list(job.args)
 
 
-async def execute(task: Task, job: ClaimedJob, context: Any, threads: Executor) -> Outcome:
+async def execute(task: Task, job: ClaimedJob, context: Any, threads: JobThreads) -> Outcome:
     """Call the task (coroutines on this loop, functions in ``threads``) within its timeout.
 
     Cancellation (lease lost, cancel requested, shutdown) propagates to the caller.
     """
     args = _call_args(task, context, job)
     try:
-        async with asyncio.timeout(job.timeout_seconds):
-            if inspect.iscoroutinefunction(task.func):
-                value = await task.func(*args, **job.kwargs)
-            else:
-                call = partial(_call_in_thread, task.func, args, job.kwargs)
-                value = await asyncio.get_running_loop().run_in_executor(threads, call)
+        if job.timeout_seconds is None:
+            value = await _call(task.func, args, job.kwargs, threads)
+        else:
+            async with asyncio.timeout(job.timeout_seconds):
+                value = await _call(task.func, args, job.kwargs, threads)
     except TimeoutError as exc:
         timeout = JobTimeout(f"Attempt ran longer than its timeout of {job.timeout_seconds}s.")
         timeout.__cause__ = exc
@@ -90,6 +106,15 @@ async def execute(task: Task, job: ClaimedJob, context: Any, threads: Executor) 
     except (TypeError, ValueError) as exc:
         message = f"Return value of {job.task_path} is not JSON: {exc}"
         return Outcome(error=error_of(TypeError(message)), retryable=False)
+
+
+async def _call(
+    func: Callable[..., Any], args: list[Any], kwargs: dict[str, Any], threads: JobThreads
+) -> Any:
+    """Await a coroutine function on this loop; run a plain function in ``threads``."""
+    if _is_async(func):
+        return await func(*args, **kwargs)
+    return await threads.run(partial(_call_in_thread, func, args, kwargs))
 
 
 def _call_in_thread(func: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]) -> Any:

@@ -11,6 +11,7 @@ from django_leasequeue import jsonargs, protocol
 from django_leasequeue.exceptions import LeaseLost
 from django_leasequeue.protocol import ClaimedJob
 from django_leasequeue.runtime.database import Database
+from django_leasequeue.status import JobStatus
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +49,7 @@ class JobHandle:
         self._progress_interval = progress_interval
         self._last_progress_at = 0.0
         self._pending_progress: tuple[float, float | None, str] | None = None
+        self._last_progress_event: dict[str, Any] | None = None
         self._flush_timer: asyncio.TimerHandle | None = None
         self._flush_task: asyncio.Task[bool] | None = None
 
@@ -88,10 +90,16 @@ class JobHandle:
             self._mark_lost("progress")
             return False
         current, total, message = pending
-        await self.publish(
-            {"kind": "progress", "current": current, "total": total, "message": message}
-        )
+        event = {"kind": "progress", "current": current, "total": total, "message": message}
+        self._last_progress_event = event
+        await self.publish(event)
         return True
+
+    async def publish_state(self) -> None:
+        """Tell a page that just started following this job where it stands."""
+        await self.publish({"kind": "status", "status": JobStatus.RUNNING})
+        if self._last_progress_event is not None:
+            await self.publish(self._last_progress_event)
 
     async def publish(self, event: dict[str, Any]) -> None:
         """Send a live event, only while a page watches this job."""

@@ -3,6 +3,10 @@
 Receivers may use the ORM, so they cannot run on the event loop; one thread hop per job and
 signal (what ``Signal.asend`` does for sync receivers) is the largest fixed cost of a short job.
 Signals queued while a batch is being sent go out together in the next hop, in order.
+
+Django itself connects a receiver to each signal that logs every task at INFO. When that is the
+only receiver and its logger is quiet, sending does nothing, and ``wanted`` says so: the worker
+then builds no TaskResult for the signal at all.
 """
 
 import logging
@@ -10,12 +14,31 @@ import logging
 from asgiref.sync import sync_to_async
 from django.dispatch import Signal
 from django.tasks import TaskResult
+from django.tasks import signals as django_task_signals
 
 from django_leasequeue.runtime.batching import Batcher
 
 logger = logging.getLogger(__name__)
 
 _Emission = tuple[Signal, TaskResult]
+
+# Django's own logging receivers, and the logger they write to.
+_LOGGING_RECEIVERS = {
+    django_task_signals.log_task_started,
+    django_task_signals.log_task_finished,
+}
+
+
+def wanted(signal: Signal, sender: type) -> bool:
+    """Whether sending ``signal`` would reach a receiver that does something."""
+    if not signal.has_listeners(sender):
+        return False
+    # Django keeps no public list of a signal's receivers for a sender.
+    sync_receivers, async_receivers = signal._live_receivers(sender)
+    receivers = [*sync_receivers, *async_receivers]
+    if any(receiver not in _LOGGING_RECEIVERS for receiver in receivers):
+        return True
+    return django_task_signals.logger.isEnabledFor(logging.INFO)
 
 
 class TaskSignalDispatcher(Batcher[_Emission]):

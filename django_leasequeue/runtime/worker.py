@@ -24,13 +24,16 @@ from django_leasequeue.runtime.context import JobContext
 from django_leasequeue.runtime.database import Database
 from django_leasequeue.runtime.execution import Outcome, execute, resolve
 from django_leasequeue.runtime.handle import JobHandle, StopReason
-from django_leasequeue.runtime.task_signals import TaskSignalDispatcher
+from django_leasequeue.runtime.task_signals import TaskSignalDispatcher, wanted
+from django_leasequeue.runtime.threads import JobThreads
 from django_leasequeue.status import JobStatus
 
 logger = logging.getLogger(__name__)
 
 # After Redis fails, the claimer polls PostgreSQL and tries Redis again after this long.
 _REDIS_RETRY_SECONDS = 2.0
+# How often the worker asks Redis which of its running jobs a browser page follows live.
+_WATCH_REFRESH_SECONDS = 1.0
 
 
 def new_worker_id() -> str:
@@ -61,7 +64,7 @@ class Worker:
         self.completions = CompletionBatcher(self.db)
         self.inflight: dict[uuid.UUID, JobHandle] = {}
         self.runners: set[asyncio.Task] = set()
-        self.threads = ThreadPoolExecutor(config.concurrency, thread_name_prefix="leasequeue-job")
+        self.threads = JobThreads(config.concurrency, "leasequeue-job")
         # One thread blocks on BLPOP; the other makes short Redis calls that must not wait.
         self.redis_thread = ThreadPoolExecutor(1, thread_name_prefix="leasequeue-redis-wait")
         self.redis_calls = ThreadPoolExecutor(1, thread_name_prefix="leasequeue-redis")
@@ -71,6 +74,11 @@ class Worker:
         self._slot_freed = asyncio.Event()
         self._redis_retry_at = 0.0
         self._redis_down = False
+        # Whether Django's task signals reach a receiver; re-read for every claimed batch.
+        self._send_started = self._send_finished = True
+        # While claims come back full (a backlog), claim again only once this many slots are
+        # free, so that each round trip serves several jobs; an idle worker claims at once.
+        self._backlog_batch = max(1, config.concurrency // 2)
 
     # Lifecycle
 
@@ -98,6 +106,7 @@ class Worker:
             asyncio.create_task(self._sweep_loop(), name="sweep"),
             asyncio.create_task(self.completions.run(), name="completions"),
             asyncio.create_task(self.task_signals.run(), name="task-signals"),
+            asyncio.create_task(self._watch_loop(), name="watch"),
         ]
         try:
             await self._claim_loop()
@@ -112,7 +121,7 @@ class Worker:
             await self.beat_db.close()
             self.redis_thread.shutdown(wait=False, cancel_futures=True)
             self.redis_calls.shutdown(wait=False, cancel_futures=True)
-            self.threads.shutdown(wait=False, cancel_futures=True)
+            self.threads.shutdown()
         logger.info("Worker %s stopped.", self.worker_id)
 
     async def _drain(self) -> None:
@@ -133,9 +142,10 @@ class Worker:
 
     async def _claim_loop(self) -> None:
         last_poll = 0.0
+        backlog = False
         while not self.stopping.is_set():
             free = self.config.concurrency - len(self.inflight)
-            if free <= 0:
+            if free <= 0 or (backlog and free < self._backlog_batch):
                 self._slot_freed.clear()
                 await self._slot_freed.wait()
                 continue
@@ -157,8 +167,9 @@ class Worker:
                         lease_seconds=self.backend_config.lease_seconds,
                     )
                 )
+            backlog = len(claimed) >= free
             if claimed:
-                await self._refresh_watched([self._start(job) for job in claimed])
+                self._start_batch(claimed)
             if claimed or woken:
                 continue
             if self.config.burst:
@@ -209,40 +220,51 @@ class Worker:
 
     # Running
 
-    def _start(self, job: ClaimedJob) -> JobHandle:
-        handle = JobHandle(
-            job,
-            db=self.db,
-            progress_interval=self.backend_config.progress_interval_seconds,
-            publish=apublish,
-        )
-        self.inflight[job.id] = handle
-        runner = asyncio.create_task(self._run(handle), name=f"job-{job.id}")
-        self.runners.add(runner)
-        runner.add_done_callback(self.runners.discard)
-        return handle
+    def _start_batch(self, claimed: list[ClaimedJob]) -> None:
+        """One runner task per claimed job; whether task signals are wanted is read once."""
+        sender = type(self.backend)
+        self._send_started = wanted(task_started, sender)
+        self._send_finished = wanted(task_finished, sender)
+        # Without Redis nobody can say which jobs a page follows: every job publishes (a
+        # no-op without Channels). With it, the watch loop finds the followed ones.
+        watched = not self.backend.wakeups.enabled
+        for job in claimed:
+            handle = JobHandle(
+                job,
+                db=self.db,
+                progress_interval=self.backend_config.progress_interval_seconds,
+                publish=apublish,
+            )
+            handle.watched = watched
+            self.inflight[job.id] = handle
+            runner = asyncio.create_task(self._run(handle), name=f"job-{job.id}")
+            self.runners.add(runner)
+            runner.add_done_callback(self.runners.discard)
 
-    async def _refresh_watched(self, handles: list[JobHandle]) -> None:
-        """Mark which jobs a browser page follows live (one Redis round trip).
-
-        Without Redis there is no way to know: every job publishes (a no-op without Channels).
-        A job that gains a viewer publishes its running status, so the page is up to date.
-        """
-        ids = [str(handle.job.id) for handle in handles]
+    async def _watch_loop(self) -> None:
+        """Every second, ask Redis which running jobs a browser page follows (one round trip
+        for all of them, none per claim). A job that gains a viewer publishes its state, so
+        the page catches up; the page's own database checks cover what happens in between."""
         if not self.backend.wakeups.enabled:
-            watched = set(ids)
-        else:
+            return
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(_WATCH_REFRESH_SECONDS)
+            handles = list(self.inflight.values())
+            if not handles:
+                continue
+            ids = [str(handle.job.id) for handle in handles]
             try:
-                watched = await asyncio.get_running_loop().run_in_executor(
+                watched = await loop.run_in_executor(
                     self.redis_calls, self.backend.wakeups.watched, ids
                 )
             except RedisError:
-                return  # keep the last answer; viewers' periodic database checks cover the gap
-        for handle, job_id in zip(handles, ids, strict=True):
-            newly_watched = not handle.watched and job_id in watched
-            handle.watched = job_id in watched
-            if newly_watched:
-                await handle.publish({"kind": "status", "status": JobStatus.RUNNING})
+                continue  # keep the last answer
+            for handle, job_id in zip(handles, ids, strict=True):
+                newly_watched = not handle.watched and job_id in watched
+                handle.watched = job_id in watched
+                if newly_watched:
+                    await handle.publish_state()
 
     async def _run(self, handle: JobHandle) -> None:
         job = handle.job
@@ -251,19 +273,27 @@ class Worker:
             if isinstance(task, Outcome):
                 await self._record(handle, None, task)
                 return
-            running = self._task_result(job, task, TaskResultStatus.RUNNING)
-            self.task_signals.emit(task_started, running)
-            context = JobContext(
-                task_result=running, handle=handle, database=self.backend_config.database
-            )
-            handle.task = asyncio.create_task(execute(task, job, context, self.threads))
+            context = None
+            if task.takes_context or self._send_started:
+                running = self._task_result(job, task, TaskResultStatus.RUNNING)
+                if self._send_started:
+                    self.task_signals.emit(task_started, running)
+                if task.takes_context:
+                    context = JobContext(
+                        task_result=running, handle=handle, database=self.backend_config.database
+                    )
+            # The task runs in this runner (no second asyncio task per job); while it does,
+            # ``handle.stop()`` cancels the runner, which then records why it stopped.
+            handle.task = runner = asyncio.current_task()
             try:
-                outcome = await handle.task
+                outcome = await execute(task, job, context, self.threads)
             except asyncio.CancelledError:
-                if handle.task.cancelled() and handle.stop_reason is not None:
+                if handle.stop_reason is not None and runner.uncancel() == 0:
+                    handle.task = None
                     await self._after_stop(handle, task)
                     return
                 raise
+            handle.task = None
             await handle.flush_progress()
             await self._record(handle, task, outcome)
         except Exception:
@@ -331,7 +361,7 @@ class Worker:
         self, handle: JobHandle, task: Task, status: JobStatus, outcome: Outcome | None = None
     ) -> None:
         await handle.publish({"kind": "status", "status": status})
-        if status == JobStatus.RETRYING:
+        if status == JobStatus.RETRYING or not self._send_finished:
             return
         errors = [outcome.error] if outcome and outcome.error else []
         result = self._task_result(
@@ -383,7 +413,6 @@ class Worker:
                     lease_seconds=self.backend_config.lease_seconds,
                 )
             )
-            await self._refresh_watched(handles)
             for handle in handles:
                 if handle.job.id not in reply.held:
                     handle.stop(StopReason.LEASE_LOST)

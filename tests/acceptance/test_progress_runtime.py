@@ -96,16 +96,21 @@ async def test_a_tight_progress_loop_is_throttled_and_its_last_report_lands(
     allowed = seconds / PROGRESS_INTERVAL + 2  # one per interval, plus the first and the last
     print(f"{loop_task.name}: {reports} reports in {seconds:.2f}s -> {writes} writes")
     assert 1 <= writes <= allowed
-    assert len(progress) == writes, "every persisted report is published, and only those"
+    # The worker learns within a second that a page follows the job, then publishes the latest
+    # persisted report and every one after it: never more than it persisted. A job shorter
+    # than that publishes none, and the page's final state carries the last report.
+    assert len(progress) <= writes
     last = {
         "kind": "progress",
         "current": reports,
         "total": reports,
         "message": f"report {reports}",
     }
-    assert progress[-1] == last
+    assert progress[-1:] in ([], [last])
+    assert (messages[-1]["kind"], messages[-1]["current"]) == ("final", reports)
     assert (job.progress["current"], job.progress["message"]) == (reports, f"report {reports}")
-    assert [m["status"] for m in messages if m["kind"] == "status"] == ["running", "succeeded"]
+    statuses = [m["status"] for m in messages if m["kind"] == "status"]
+    assert statuses in ([], ["running"], ["running", "succeeded"])
     assert (messages[-1]["status"], messages[-1]["percent"]) == ("succeeded", 100)
 
 
