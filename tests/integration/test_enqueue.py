@@ -85,6 +85,21 @@ def test_enqueue_many_inserts_every_job_in_order(backend, redis_client):
     assert len({r.id for r in results}) == 1000
 
 
+@pytest.mark.parametrize("size", [1, 63, 64, 200])
+def test_small_batches_insert_and_large_ones_copy_with_the_same_results(backend, size):
+    """Both write paths (INSERT below COPY_FROM jobs, COPY from there) keep order, keys and
+    stamps; keyed and unkeyed calls mixed."""
+    calls = [(report, (n % 7,), {}) if n % 3 == 0 else (add, (n, n), {}) for n in range(size)]
+    results = backend.enqueue_many(calls)
+    assert [r.args for r in results] == [list(args) for _, args, _ in calls]
+    rows = {str(job.pk): job for job in Job.objects.all()}
+    for result in results:
+        assert rows[result.id].enqueued_at == result.enqueued_at
+    keyed = [r.id for (task, _, _), r in zip(calls, results, strict=True) if task is report]
+    assert len(set(keyed)) == min(len(keyed), 7)
+    assert len(rows) == size - len(keyed) + len(set(keyed))
+
+
 def test_unique_key_returns_the_unfinished_job_instead_of_a_second(backend):
     first = report.enqueue(7)
     again = report.enqueue(7)
