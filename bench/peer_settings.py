@@ -3,9 +3,9 @@
 ``throughput.py`` run never empty each other's tables, plus
 
 - persistent Django connections (``CONN_MAX_AGE``), so that no system opens a connection per
-  job of the write benchmark (ours, Celery's Django fix-up and Procrastinate's Django
-  middleware all close "old" connections around each sync job, which at the default of 0
-  means every job reconnects);
+  job of the write benchmark (ours and Procrastinate's Django middleware close "old"
+  connections around each sync job, which at the default of 0 means every job reconnects;
+  Celery's Django fix-up needs its own setting, see bench/peer_apps/celery_app.py);
 - Procrastinate's Django app when Procrastinate is installed (its tables come from its
   migrations).
 """

@@ -14,7 +14,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
@@ -34,7 +34,6 @@ class Bench:
     sql: psycopg.Connection  # autocommit, for counts, truncates and ANALYZE
     dsn: str
     redis_url: str
-    env: dict[str, str] = field(default_factory=dict)  # for worker processes
 
 
 class System:
@@ -338,5 +337,4 @@ def worker_env(bench: Bench) -> dict[str, str]:
         "LQPEERS_PG_DSN": bench.dsn,
         "LQPEERS_REDIS_URL": bench.redis_url,
         "LQPEERS_THREADS": str(bench.concurrency),
-        **bench.env,
     }

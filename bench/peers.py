@@ -55,8 +55,10 @@ DRAIN_TIMEOUT = 600
 CAVEATS = [
     "PgQueuer will not cap a worker below twice its batch size: with its default batch of 10, "
     "each process may hold 20 jobs, not 10.",
+    "Procrastinate fetches and finishes one job per query, each on a connection from a pool of "
+    "4 per worker that is checked with a round trip at every checkout: its defaults.",
     "Celery has no async tasks and no record of finished tasks without a result backend: its "
-    "no-op is sync (10 threads per process), results are ignored, and completions are counted "
+    "no-op is sync (C threads per process), results are ignored, and completions are counted "
     "in memory and copied to Redis every 10 ms by a thread in each worker.",
     "Celery's enqueue is a Redis push, not a database transaction; its bulk path (group) still "
     "sends one message per task.",
@@ -66,7 +68,11 @@ CAVEATS = [
     "system's start-up (imports, Django, connections); the second table leaves it out.",
     "Sync jobs get C threads per process everywhere (PgQueuer and Procrastinate run them on "
     "asyncio's default executor, which is resized to C; its default is min(32, cores + 4)).",
-    "Persistent Django connections (CONN_MAX_AGE=60) for every system's write job.",
+    "Persistent Django connections for every system's write job: CONN_MAX_AGE=60, and for "
+    "Celery, whose Django fix-up closes connections after each task regardless, "
+    "CELERY_DB_REUSE_MAX=1000.",
+    "The benchmark counts finished jobs every 25 ms: a count(*) on PostgreSQL for the three "
+    "PostgreSQL queues, a Redis MGET for Celery.",
 ]
 
 
@@ -103,7 +109,8 @@ def setup_database() -> tuple[str, psycopg.Connection]:
     from django.core.management import call_command
 
     db = settings.DATABASES["default"]
-    server = f"postgresql://{db['USER']}@{db['HOST']}:{db['PORT']}"
+    password = f":{db['PASSWORD']}" if db["PASSWORD"] else ""
+    server = f"postgresql://{db['USER']}{password}@{db['HOST']}:{db['PORT']}"
     with psycopg.connect(f"{server}/postgres", autocommit=True) as conn:
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [db["NAME"]])
         if not exists.fetchone():
@@ -136,13 +143,12 @@ def start_workers(system: System, burst: bool, logs: Path) -> list[subprocess.Po
     env = peer_systems.worker_env(system.bench)
     workers = []
     for i, command in enumerate(system.worker_commands(burst)):
-        log = open(logs / f"{system.name}-{i}.log", "ab")  # noqa: SIM115 (closed by the child)
-        workers.append(
-            subprocess.Popen(
-                command, cwd=ROOT, env=env, stdout=log, stderr=log, start_new_session=True
+        with open(logs / f"{system.name}-{i}.log", "ab") as log:
+            workers.append(
+                subprocess.Popen(
+                    command, cwd=ROOT, env=env, stdout=log, stderr=log, start_new_session=True
+                )
             )
-        )
-        log.close()
     return workers
 
 
@@ -155,7 +161,8 @@ def stop_workers(workers: list[subprocess.Popen], wait_for_exit: bool) -> None:
     for sig, grace in ((signal.SIGTERM, 60), (signal.SIGKILL, 10)):
         alive = [w for w in workers if w.poll() is None]
         for worker in alive:
-            os.killpg(worker.pid, sig)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(worker.pid, sig)
         for worker in alive:
             wait_quietly(worker, grace)
 
@@ -191,7 +198,8 @@ def wait_done(system: System, jobs: int, workers: list[subprocess.Popen]) -> tup
             first, first_count = now, done
         if done >= jobs:
             return first, first_count, now
-        if now > deadline or all(w.poll() is not None for w in workers):
+        exited = all(w.poll() is not None for w in workers)
+        if now > deadline or (exited and system.done() < jobs):
             raise SystemExit(f"{system.name}: {done} of {jobs} jobs done; see the worker logs")
         time.sleep(POLL)
 
@@ -234,13 +242,14 @@ def measure_pickup(system: System, samples: int, logs: Path) -> list[float]:
     stamps.delete(STAMPS_KEY)
     workers = start_workers(system, burst=False, logs=logs)
     try:
-        next_stamp(system, stamps, STAMPS_KEY, -1, timeout=120)  # workers up
+        system.enqueue_each("stamp", [-1])
+        pop_stamp(system.name, stamps, -1, timeout=120)  # the workers are up
         latencies = []
         for n in range(samples + PICKUP_WARMUP):
             time.sleep(PICKUP_GAP)
             system.enqueue_each("stamp", [n])
             enqueued = time.time()
-            started = next_stamp(system, stamps, STAMPS_KEY, n, timeout=30)
+            started = pop_stamp(system.name, stamps, n, timeout=30)
             if n >= PICKUP_WARMUP:
                 latencies.append((started - enqueued) * 1000)
     finally:
@@ -248,21 +257,17 @@ def measure_pickup(system: System, samples: int, logs: Path) -> list[float]:
     return latencies
 
 
-def next_stamp(system, stamps, key: str, n: int, timeout: float) -> float:
-    """Enqueue-free wait for job ``n``'s start time (job -1 is enqueued here: the warm-up)."""
-    if n < 0:
-        system.enqueue_each("stamp", [n])
-    popped = stamps.blpop([key], timeout=timeout)
+def pop_stamp(name: str, stamps, n: int, timeout: float) -> float:
+    """Wait for the start time that stamp job ``n`` notes."""
+    from bench.peer_apps.common import STAMPS_KEY
+
+    popped = stamps.blpop([STAMPS_KEY], timeout=timeout)
     if popped is None:
-        raise SystemExit(f"{system.name}: job {n} did not start within {timeout}s")
+        raise SystemExit(f"{name}: job {n} did not start within {timeout}s")
     number, started = popped[1].decode().split()
     if int(number) != n:
-        raise SystemExit(f"{system.name}: expected the start of job {n}, got {number}")
+        raise SystemExit(f"{name}: expected the start of job {n}, got {number}")
     return float(started)
-
-
-def median(values: list[float]) -> float:
-    return statistics.median(values)
 
 
 def run_all(systems: list[System], args: argparse.Namespace, logs: Path) -> dict:
@@ -278,7 +283,10 @@ def run_all(systems: list[System], args: argparse.Namespace, logs: Path) -> dict
             for system in systems:
                 drain = measure_drain(system, kind, args.jobs, bulk, logs)
                 runs[system.name][label].append(drain)
-                print(f"[{repeat + 1}/{args.repeats}] {system.name} {label}: {fmt(drain)}")
+                print(
+                    f"[{repeat + 1}/{args.repeats}] {system.name} {label}: {fmt(drain)}",
+                    flush=True,
+                )
         for system in systems:
             latencies = measure_pickup(system, args.pickup_samples, logs)
             runs[system.name]["pickup"].extend(latencies)
@@ -303,15 +311,15 @@ def figures(run: dict) -> dict[str, float]:
     drains = {label: run[label] for label in ("single", "bulk", "write")}
     q = statistics.quantiles(run["pickup"], n=100)
     return {
-        "single_enqueue": median([d.enqueue for d in drains["single"]]),
-        "drain_single": median([d.from_start for d in drains["single"]]),
-        "bulk_enqueue": median([d.enqueue for d in drains["bulk"]]),
-        "drain_bulk": median([d.from_start for d in drains["bulk"]]),
-        "drain_write": median([d.from_start for d in drains["write"]]),
-        "steady_single": median([d.steady for d in drains["single"]]),
-        "steady_bulk": median([d.steady for d in drains["bulk"]]),
-        "steady_write": median([d.steady for d in drains["write"]]),
-        "startup_s": median([d.startup for runs in drains.values() for d in runs]),
+        "single_enqueue": statistics.median([d.enqueue for d in drains["single"]]),
+        "drain_single": statistics.median([d.from_start for d in drains["single"]]),
+        "bulk_enqueue": statistics.median([d.enqueue for d in drains["bulk"]]),
+        "drain_bulk": statistics.median([d.from_start for d in drains["bulk"]]),
+        "drain_write": statistics.median([d.from_start for d in drains["write"]]),
+        "steady_single": statistics.median([d.steady for d in drains["single"]]),
+        "steady_bulk": statistics.median([d.steady for d in drains["bulk"]]),
+        "steady_write": statistics.median([d.steady for d in drains["write"]]),
+        "startup_s": statistics.median([d.startup for runs in drains.values() for d in runs]),
         "pickup_p50_ms": q[49],
         "pickup_p99_ms": q[98],
     }
