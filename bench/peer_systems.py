@@ -13,6 +13,7 @@ import importlib.util
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,6 +81,16 @@ class System:
         """All of ``numbers`` with the system's bulk call."""
         raise NotImplementedError
 
+    def enqueue_marked(self, kind: str, n: int) -> float:
+        """Enqueue one job; return the wall-clock time its enqueue committed.
+
+        By default, the return of the call: right for a call that does nothing after its
+        commit. Systems that do (signals, result objects) mark the commit itself, as a job
+        may start before the call returns.
+        """
+        self.enqueue_each(kind, [n])
+        return time.time()
+
     def worker_commands(self, burst: bool) -> list[list[str]]:
         """One command per process to start; ``burst``: exit once the queue is empty."""
         raise NotImplementedError
@@ -131,6 +142,9 @@ class LeaseQueue(System):
         task = self.tasks[kind]
         with transaction.atomic():
             task.get_backend().enqueue_many([(task, (n,), {}) for n in numbers])
+
+    def enqueue_marked(self, kind: str, n: int) -> float:
+        return django_commit_time(lambda: self.tasks[kind].enqueue(n))
 
     def worker_commands(self, burst: bool) -> list[list[str]]:
         command = [sys.executable, "-m", "django", "runworkers", "-v", "0"]
@@ -241,6 +255,9 @@ class Procrastinate(System):
     def enqueue_bulk(self, kind: str, numbers: Sequence[int]) -> None:
         self.tasks[kind].batch_defer(*({"n": n} for n in numbers))
 
+    def enqueue_marked(self, kind: str, n: int) -> float:
+        return django_commit_time(lambda: self.tasks[kind].defer(n=n))
+
     def worker_commands(self, burst: bool) -> list[list[str]]:
         command = [sys.executable, "-m", "django", "procrastinate", "worker", "-q", "lqpeers"]
         command += ["--concurrency", str(self.bench.concurrency)]
@@ -300,6 +317,22 @@ class Celery(System):
 
         group(self.tasks[kind].s(n) for n in numbers).apply_async()
 
+    def enqueue_marked(self, kind: str, n: int) -> float:
+        """The time Celery's ``after_task_publish`` signal reports the message sent."""
+        from celery.signals import after_task_publish
+
+        sent = []
+
+        def mark(**_) -> None:
+            sent.append(time.time())
+
+        after_task_publish.connect(mark, weak=False)
+        try:
+            self.tasks[kind].delay(n)
+        finally:
+            after_task_publish.disconnect(mark)
+        return sent[0]
+
     def worker_commands(self, burst: bool) -> list[list[str]]:
         command = [sys.executable, "-m", "celery", "-A", "bench.peer_apps.celery_app", "worker"]
         command += ["-P", "threads", "-c", str(self.bench.concurrency), "-Q", self.app.QUEUE]
@@ -325,6 +358,18 @@ class Celery(System):
 
 
 SYSTEMS = (LeaseQueue, PgQueuer, Procrastinate, Celery)
+
+
+def django_commit_time(enqueue) -> float:
+    """Run ``enqueue`` in a transaction of its own and return when that transaction committed:
+    our on-commit callback is registered first, so it runs first after the commit."""
+    from django.db import transaction
+
+    committed = []
+    with transaction.atomic():
+        transaction.on_commit(lambda: committed.append(time.time()))
+        enqueue()
+    return committed[0]
 
 
 def worker_env(bench: Bench) -> dict[str, str]:

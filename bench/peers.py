@@ -9,8 +9,8 @@ Every system runs the same jobs with P worker processes x C slots, and is measur
    enqueue rate, and the drain rate from the moment the workers start until all are done;
 2. the same, enqueued with each system's bulk call;
 3. N sync jobs that each insert one row through Django's ORM, drained;
-4. pickup latency of idle workers: one job at a time, from the return of the enqueue call
-   (its commit done) to the first line of the job, p50/p99.
+4. pickup latency of idle workers: one job at a time, from the commit of its enqueue (or
+   Celery's message sent) to the first line of the job, p50/p99.
 
 Drains are also reported without the workers' start-up (first finished job to the last), as
 start-up (Python imports, Django, connections) is a large part of a drain of a few thousand jobs.
@@ -26,6 +26,7 @@ import importlib.metadata
 import json
 import os
 import platform
+import random
 import signal
 import statistics
 import subprocess
@@ -47,7 +48,9 @@ from bench.peer_systems import Bench, System  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "peers.json"
 POLL = 0.025  # seconds between "how many are done?" looks: the same for every system
-PICKUP_GAP = 0.05  # idle time before each pickup sample
+#: Idle seconds before each pickup sample, drawn at random (seeded) so that samples do not fall
+#: in step with a system's own timers (PgQueuer flushes completions every ~0.1 s, say).
+PICKUP_GAP = (0.02, 0.12)
 PICKUP_WARMUP = 3  # pickup samples thrown away (first connections, imports)
 DRAIN_TIMEOUT = 600
 
@@ -71,6 +74,9 @@ CAVEATS = [
     "Persistent Django connections for every system's write job: CONN_MAX_AGE=60, and for "
     "Celery, whose Django fix-up closes connections after each task regardless, "
     "CELERY_DB_REUSE_MAX=1000.",
+    "Pickup is timed from the enqueuing process's clock read right after the commit: on two "
+    "busy cores that process is at times preempted in between, so a few samples are negative; "
+    "they are kept.",
     "The benchmark counts finished jobs every 25 ms: a count(*) on PostgreSQL for the three "
     "PostgreSQL queues, a Redis MGET for Celery.",
 ]
@@ -233,22 +239,22 @@ def check_rows(system: System, jobs: int) -> None:
 
 
 def measure_pickup(system: System, samples: int, logs: Path) -> list[float]:
-    """Milliseconds from the return of each enqueue call to the start of its job, with the
-    workers idle; the job notes its start time in a Redis list (bench/peer_apps/common.py)."""
+    """Milliseconds from the commit of each enqueue to the start of its job, with the workers
+    idle; the job notes its start time in a Redis list (bench/peer_apps/common.py)."""
     from bench.peer_apps.common import STAMPS_KEY, redis_client
 
     reset(system)
     stamps = redis_client()
     stamps.delete(STAMPS_KEY)
+    gaps = random.Random(samples)
     workers = start_workers(system, burst=False, logs=logs)
     try:
         system.enqueue_each("stamp", [-1])
         pop_stamp(system.name, stamps, -1, timeout=120)  # the workers are up
         latencies = []
         for n in range(samples + PICKUP_WARMUP):
-            time.sleep(PICKUP_GAP)
-            system.enqueue_each("stamp", [n])
-            enqueued = time.time()
+            time.sleep(gaps.uniform(*PICKUP_GAP))
+            enqueued = system.enqueue_marked("stamp", n)
             started = pop_stamp(system.name, stamps, n, timeout=30)
             if n >= PICKUP_WARMUP:
                 latencies.append((started - enqueued) * 1000)
