@@ -23,7 +23,6 @@ import psycopg
 ROOT = Path(__file__).resolve().parent.parent
 KINDS = ("noop", "write", "stamp")
 PGQ_SCHEMA = "lqpeers_pgq"
-PGQ_BATCH = 10  # PgQueuer's default batch size (``pgq run --batch-size``)
 
 
 @dataclass
@@ -35,6 +34,7 @@ class Bench:
     sql: psycopg.Connection  # autocommit, for counts, truncates and ANALYZE
     dsn: str
     redis_url: str
+    pgq_batch: int = 10  # PgQueuer's batch size; its default (``pgq run --batch-size``)
 
 
 class System:
@@ -206,11 +206,13 @@ class PgQueuer(System):
         self.enqueued += len(numbers)
 
     def max_concurrent_tasks(self) -> int:
-        """PgQueuer refuses a cap below twice its batch size, so 10 slots become 20."""
-        return max(self.bench.concurrency, 2 * PGQ_BATCH)
+        """PgQueuer refuses a cap below twice its batch size: at its default batch of 10,
+        10 slots become 20."""
+        return max(self.bench.concurrency, 2 * self.bench.pgq_batch)
 
     def worker_commands(self, burst: bool) -> list[list[str]]:
-        command = [sys.executable, "-m", "bench.peer_apps.pgq", "--batch-size", str(PGQ_BATCH)]
+        command = [sys.executable, "-m", "bench.peer_apps.pgq"]
+        command += ["--batch-size", str(self.bench.pgq_batch)]
         command += ["--max-concurrent-tasks", str(self.max_concurrent_tasks())]
         if burst:
             command += ["--mode", "drain"]
@@ -223,8 +225,9 @@ class PgQueuer(System):
 
     def settings(self) -> dict:
         return {
-            "worker": f"pgqueuer.run (as pgq run) x P processes, --batch-size {PGQ_BATCH} "
-            f"--max-concurrent-tasks {self.max_concurrent_tasks()} (--mode drain for drains)",
+            "worker": "pgqueuer.run (as pgq run) x P processes (--mode drain for drains)",
+            "batch_size": self.bench.pgq_batch,
+            "max_concurrent_tasks": self.max_concurrent_tasks(),
             "driver": "asyncpg, one connection per process, uvloop",
             "listen_notify": True,
             "tasks": "async no-op and stamp; write via asyncio.to_thread (C threads)",

@@ -57,7 +57,7 @@ DRAIN_TIMEOUT = 600
 #: What makes the comparison unequal, printed with the figures and written to the results.
 CAVEATS = [
     "PgQueuer will not cap a worker below twice its batch size: with its default batch of 10, "
-    "each process may hold 20 jobs, not 10.",
+    "each process may hold 20 jobs, not 10 (--pgqueuer-batch-size 5 gives it 10).",
     "Procrastinate fetches and finishes one job per query, each on a connection from a pool of "
     "4 per worker that is checked with a round trip at every checkout: its defaults.",
     "Celery has no async tasks and no record of finished tasks without a result backend: its "
@@ -97,6 +97,13 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--concurrency", type=int, default=10)
     parser.add_argument("--pickup-samples", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=3, help="runs of each figure (median)")
+    parser.add_argument(
+        "--pgqueuer-batch-size",
+        type=int,
+        default=10,
+        help="PgQueuer's batch size (its default: 10); its cap per process is the larger of "
+        "--concurrency and twice this",
+    )
     parser.add_argument(
         "--systems",
         default=",".join(s.name for s in peer_systems.SYSTEMS),
@@ -446,7 +453,8 @@ def write_results(bench, args, systems, skipped, runs, results) -> None:
 def main() -> None:
     args = parse_args()
     dsn, sql = setup_database()
-    bench = Bench(args.processes, args.concurrency, sql, dsn, os.environ["LQPEERS_REDIS_URL"])
+    redis_url = os.environ["LQPEERS_REDIS_URL"]
+    bench = Bench(args.processes, args.concurrency, sql, dsn, redis_url, args.pgqueuer_batch_size)
     systems, skipped = choose_systems(bench, args.systems)
     logs = Path(tempfile.mkdtemp(prefix="lqpeers-logs-"))
     settings = environment(bench, args)
