@@ -1,0 +1,475 @@
+"""django-leasequeue beside PgQueuer, Procrastinate and Celery, measured in one run.
+
+    pip install -e '.[bench]'
+    python bench/peers.py [--jobs 5000] [--processes 2] [--concurrency 10] [--repeats 3]
+
+Every system runs the same jobs with P worker processes x C slots, and is measured four ways:
+
+1. N no-op jobs enqueued one per call (each call its own transaction), then drained: the
+   enqueue rate, and the drain rate from the moment the workers start until all are done;
+2. the same, enqueued with each system's bulk call;
+3. N sync jobs that each insert one row through Django's ORM, drained;
+4. pickup latency of idle workers: one job at a time, from the commit of its enqueue (or
+   Celery's message sent) to the first line of the job, p50/p99.
+
+Drains are also reported without the workers' start-up (first finished job to the last), as
+start-up (Python imports, Django, connections) is a large part of a drain of a few thousand jobs.
+A system whose package is missing is skipped. Everything runs in its own database (lq_peers,
+created when missing; each system keeps its own tables) and Redis database 13 for Celery.
+Prints a table and the ratios ours/PgQueuer, and writes bench/results/peers.json.
+"""
+
+import argparse
+import contextlib
+import datetime
+import importlib.metadata
+import json
+import os
+import platform
+import random
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import psycopg
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ["DJANGO_SETTINGS_MODULE"] = "bench.peer_settings"
+os.environ.setdefault("LQPEERS_REDIS_URL", "redis://127.0.0.1:6379/13")
+
+from bench import peer_systems  # noqa: E402
+from bench.peer_systems import Bench, System  # noqa: E402
+
+RESULTS = ROOT / "bench" / "results" / "peers.json"
+POLL = 0.025  # seconds between "how many are done?" looks: the same for every system
+#: Idle seconds before each pickup sample, drawn at random (seeded) so that samples do not fall
+#: in step with a system's own timers (PgQueuer flushes completions every ~0.1 s, say).
+PICKUP_GAP = (0.02, 0.12)
+PICKUP_WARMUP = 3  # pickup samples thrown away (first connections, imports)
+DRAIN_TIMEOUT = 600
+
+#: What makes the comparison unequal, printed with the figures and written to the results.
+CAVEATS = [
+    "PgQueuer will not cap a worker below twice its batch size: with its default batch of 10, "
+    "each process may hold 20 jobs, not 10 (--pgqueuer-batch-size 5 gives it 10).",
+    "Procrastinate fetches and finishes one job per query, each on a connection from a pool of "
+    "4 per worker that is checked with a round trip at every checkout: its defaults.",
+    "Celery has no async tasks and no record of finished tasks without a result backend: its "
+    "no-op is sync (C threads per process), results are ignored, and completions are counted "
+    "in memory and copied to Redis every 10 ms by a thread in each worker.",
+    "Celery's enqueue is a Redis push, not a database transaction; its bulk path (group) still "
+    "sends one message per task.",
+    "django-leasequeue stores each job's return value and keeps finished jobs; PgQueuer moves "
+    "them to its log table; Procrastinate keeps them; Celery keeps nothing.",
+    "Drains start the workers after the queue is filled, so 'from start' includes each "
+    "system's start-up (imports, Django, connections); the second table leaves it out.",
+    "Sync jobs get C threads per process everywhere (PgQueuer and Procrastinate run them on "
+    "asyncio's default executor, which is resized to C; its default is min(32, cores + 4)).",
+    "Persistent Django connections for every system's write job: CONN_MAX_AGE=60, and for "
+    "Celery, whose Django fix-up closes connections after each task regardless, "
+    "CELERY_DB_REUSE_MAX=1000.",
+    "Pickup is timed from the enqueuing process's clock read right after the commit: on two "
+    "busy cores that process is at times preempted in between, so a few samples are negative; "
+    "they are kept.",
+    "The benchmark counts finished jobs every 25 ms: a count(*) on PostgreSQL for the three "
+    "PostgreSQL queues, a Redis MGET for Celery.",
+]
+
+
+@dataclass
+class Drain:
+    enqueue: float  # jobs/s of the enqueue that filled the queue
+    from_start: float  # jobs/s from worker start to the last job done
+    steady: float  # jobs/s from the first finished job to the last
+    startup: float  # seconds from worker start to the first finished job
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--jobs", type=int, default=5000)
+    parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument("--concurrency", type=int, default=10)
+    parser.add_argument("--pickup-samples", type=int, default=200)
+    parser.add_argument("--repeats", type=int, default=3, help="runs of each figure (median)")
+    parser.add_argument(
+        "--pgqueuer-batch-size",
+        type=int,
+        default=10,
+        help="PgQueuer's batch size (its default: 10); its cap per process is the larger of "
+        "--concurrency and twice this",
+    )
+    parser.add_argument(
+        "--systems",
+        default=",".join(s.name for s in peer_systems.SYSTEMS),
+        help="comma-separated names of the systems to run",
+    )
+    return parser.parse_args()
+
+
+def setup_database() -> tuple[str, psycopg.Connection]:
+    """Create the benchmark database when missing, migrate it (our tables, Procrastinate's and
+    bench's), and return its DSN and an autocommit connection for counts and truncates."""
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.core.management import call_command
+
+    db = settings.DATABASES["default"]
+    password = f":{db['PASSWORD']}" if db["PASSWORD"] else ""
+    server = f"postgresql://{db['USER']}{password}@{db['HOST']}:{db['PORT']}"
+    with psycopg.connect(f"{server}/postgres", autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [db["NAME"]])
+        if not exists.fetchone():
+            conn.execute(f'CREATE DATABASE "{db["NAME"]}"')
+    call_command("migrate", verbosity=0)
+    dsn = f"{server}/{db['NAME']}"
+    return dsn, psycopg.connect(dsn, autocommit=True)
+
+
+def choose_systems(bench: Bench, names: str) -> tuple[list[System], dict[str, str]]:
+    """The systems to run, set up; and those skipped, with the reason (printed)."""
+    wanted = {name.strip().lower() for name in names.split(",")}
+    systems, skipped = [], {}
+    for cls in peer_systems.SYSTEMS:
+        if cls.name.lower() not in wanted:
+            continue
+        system = cls(bench)
+        reason = system.missing()
+        if reason:
+            skipped[system.name] = reason
+            print(f"skipping {system.name}: {reason}", flush=True)
+            continue
+        system.setup()
+        systems.append(system)
+    return systems, skipped
+
+
+def start_workers(system: System, burst: bool, logs: Path) -> list[subprocess.Popen]:
+    """Each in its own session, so that stopping one reaches its child processes too."""
+    env = peer_systems.worker_env(system.bench)
+    workers = []
+    for i, command in enumerate(system.worker_commands(burst)):
+        with open(logs / f"{system.name}-{i}.log", "ab") as log:
+            workers.append(
+                subprocess.Popen(
+                    command, cwd=ROOT, env=env, stdout=log, stderr=log, start_new_session=True
+                )
+            )
+    return workers
+
+
+def stop_workers(workers: list[subprocess.Popen], wait_for_exit: bool) -> None:
+    """Let burst workers finish by themselves, then SIGTERM what is left (and SIGKILL what
+    still ignores it)."""
+    deadline = time.monotonic() + (60 if wait_for_exit else 0)
+    for worker in workers:
+        wait_quietly(worker, max(0.0, deadline - time.monotonic()))
+    for sig, grace in ((signal.SIGTERM, 60), (signal.SIGKILL, 10)):
+        alive = [w for w in workers if w.poll() is None]
+        for worker in alive:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(worker.pid, sig)
+        for worker in alive:
+            wait_quietly(worker, grace)
+
+
+def wait_quietly(worker: subprocess.Popen, seconds: float) -> None:
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        worker.wait(seconds)
+
+
+def timed_enqueue(system: System, kind: str, jobs: int, bulk: bool) -> float:
+    """Jobs/s of enqueueing ``jobs`` jobs: bulk calls of up to 5,000 jobs, or one per call."""
+    numbers = range(jobs)
+    started = time.perf_counter()
+    if bulk:
+        for start in range(0, jobs, 5000):
+            system.enqueue_bulk(kind, numbers[start : start + 5000])
+    else:
+        system.enqueue_each(kind, numbers)
+    return jobs / (time.perf_counter() - started)
+
+
+def wait_done(system: System, jobs: int, workers: list[subprocess.Popen]) -> tuple:
+    """Poll the system's count of finished jobs until all are done.
+
+    Returns (when the first finished jobs were seen, how many they were, when all were),
+    in ``time.perf_counter`` seconds.
+    """
+    deadline = time.perf_counter() + DRAIN_TIMEOUT
+    first = first_count = None
+    while True:
+        done, now = system.done(), time.perf_counter()
+        if done and first is None:
+            first, first_count = now, done
+        if done >= jobs:
+            return first, first_count, now
+        exited = all(w.poll() is not None for w in workers)
+        if now > deadline or (exited and system.done() < jobs):
+            raise SystemExit(f"{system.name}: {done} of {jobs} jobs done; see the worker logs")
+        time.sleep(POLL)
+
+
+def reset(system: System) -> None:
+    """Empty the system's queue and the write jobs' table."""
+    system.reset()
+    system.bench.sql.execute("TRUNCATE bench_peerrow")
+
+
+def measure_drain(system: System, kind: str, jobs: int, bulk: bool, logs: Path) -> Drain:
+    reset(system)
+    enqueue_rate = timed_enqueue(system, kind, jobs, bulk)
+    system.analyze()
+    started = time.perf_counter()
+    workers = start_workers(system, burst=system.burst, logs=logs)
+    try:
+        first, first_count, last = wait_done(system, jobs, workers)
+    finally:
+        stop_workers(workers, wait_for_exit=system.burst)
+    if kind == "write":
+        check_rows(system, jobs)
+    steady = (jobs - first_count) / (last - first) if last > first else float("nan")
+    return Drain(enqueue_rate, jobs / (last - started), steady, first - started)
+
+
+def check_rows(system: System, jobs: int) -> None:
+    rows = system.count("SELECT count(*) FROM bench_peerrow")
+    if rows != jobs:
+        raise SystemExit(f"{system.name}: {rows} rows written by {jobs} write jobs")
+
+
+def measure_pickup(system: System, samples: int, logs: Path) -> list[float]:
+    """Milliseconds from the commit of each enqueue to the start of its job, with the workers
+    idle; the job notes its start time in a Redis list (bench/peer_apps/common.py)."""
+    from bench.peer_apps.common import STAMPS_KEY, redis_client
+
+    reset(system)
+    stamps = redis_client()
+    stamps.delete(STAMPS_KEY)
+    gaps = random.Random(samples)
+    workers = start_workers(system, burst=False, logs=logs)
+    try:
+        system.enqueue_each("stamp", [-1])
+        pop_stamp(system.name, stamps, -1, timeout=120)  # the workers are up
+        latencies = []
+        for n in range(samples + PICKUP_WARMUP):
+            time.sleep(gaps.uniform(*PICKUP_GAP))
+            enqueued = system.enqueue_marked("stamp", n)
+            started = pop_stamp(system.name, stamps, n, timeout=30)
+            if n >= PICKUP_WARMUP:
+                latencies.append((started - enqueued) * 1000)
+    finally:
+        stop_workers(workers, wait_for_exit=False)
+    return latencies
+
+
+def pop_stamp(name: str, stamps, n: int, timeout: float) -> float:
+    """Wait for the start time that stamp job ``n`` notes."""
+    from bench.peer_apps.common import STAMPS_KEY
+
+    popped = stamps.blpop([STAMPS_KEY], timeout=timeout)
+    if popped is None:
+        raise SystemExit(f"{name}: job {n} did not start within {timeout}s")
+    number, started = popped[1].decode().split()
+    if int(number) != n:
+        raise SystemExit(f"{name}: expected the start of job {n}, got {number}")
+    return float(started)
+
+
+def run_all(systems: list[System], args: argparse.Namespace, logs: Path) -> dict:
+    """Every figure for every system, figure by figure (so a noisy minute hits all systems
+    of a figure alike), ``--repeats`` times; returns the raw runs per system."""
+    runs = {s.name: {"single": [], "bulk": [], "write": [], "pickup": []} for s in systems}
+    for repeat in range(args.repeats):
+        for label, kind, bulk in (
+            ("single", "noop", False),
+            ("bulk", "noop", True),
+            ("write", "write", True),
+        ):
+            for system in systems:
+                drain = measure_drain(system, kind, args.jobs, bulk, logs)
+                runs[system.name][label].append(drain)
+                print(
+                    f"[{repeat + 1}/{args.repeats}] {system.name} {label}: {fmt(drain)}",
+                    flush=True,
+                )
+        for system in systems:
+            latencies = measure_pickup(system, args.pickup_samples, logs)
+            runs[system.name]["pickup"].extend(latencies)
+            q = statistics.quantiles(latencies, n=100)
+            print(
+                f"[{repeat + 1}/{args.repeats}] {system.name} pickup: p50 {q[49]:.2f} ms, "
+                f"p99 {q[98]:.2f} ms",
+                flush=True,
+            )
+    return runs
+
+
+def fmt(drain: Drain) -> str:
+    return (
+        f"enqueue {drain.enqueue:,.0f}/s, drain {drain.from_start:,.0f}/s from start "
+        f"({drain.steady:,.0f}/s after {drain.startup:.2f}s start-up)"
+    )
+
+
+def figures(run: dict) -> dict[str, float]:
+    """The medians of one system's runs, keyed as in the results file."""
+    drains = {label: run[label] for label in ("single", "bulk", "write")}
+    q = statistics.quantiles(run["pickup"], n=100)
+    return {
+        "single_enqueue": statistics.median([d.enqueue for d in drains["single"]]),
+        "drain_single": statistics.median([d.from_start for d in drains["single"]]),
+        "bulk_enqueue": statistics.median([d.enqueue for d in drains["bulk"]]),
+        "drain_bulk": statistics.median([d.from_start for d in drains["bulk"]]),
+        "drain_write": statistics.median([d.from_start for d in drains["write"]]),
+        "steady_single": statistics.median([d.steady for d in drains["single"]]),
+        "steady_bulk": statistics.median([d.steady for d in drains["bulk"]]),
+        "steady_write": statistics.median([d.steady for d in drains["write"]]),
+        "startup_s": statistics.median([d.startup for runs in drains.values() for d in runs]),
+        "pickup_p50_ms": q[49],
+        "pickup_p99_ms": q[98],
+    }
+
+
+#: (key, heading, format) of the two printed tables; rates in jobs/s.
+MAIN_COLUMNS = [
+    ("single_enqueue", "enqueue 1/call", "{:,.0f}"),
+    ("drain_single", "drain (1/call)", "{:,.0f}"),
+    ("bulk_enqueue", "enqueue bulk", "{:,.0f}"),
+    ("drain_bulk", "drain (bulk)", "{:,.0f}"),
+    ("drain_write", "drain (write)", "{:,.0f}"),
+    ("pickup_p50_ms", "pickup p50 ms", "{:.2f}"),
+    ("pickup_p99_ms", "pickup p99 ms", "{:.2f}"),
+]
+STEADY_COLUMNS = [
+    ("startup_s", "start-up s", "{:.2f}"),
+    ("steady_single", "drain (1/call)", "{:,.0f}"),
+    ("steady_bulk", "drain (bulk)", "{:,.0f}"),
+    ("steady_write", "drain (write)", "{:,.0f}"),
+]
+
+
+def table(rows: list[tuple[str, str, dict]], columns: list[tuple[str, str, str]]) -> str:
+    headings = ["system", "version", *(heading for _, heading, _ in columns)]
+    body = [
+        [name, version, *(fmt_.format(values[key]) for key, _, fmt_ in columns)]
+        for name, version, values in rows
+    ]
+    widths = [max(len(row[i]) for row in [headings, *body]) for i in range(len(headings))]
+    lines = [headings, ["-" * w for w in widths], *body]
+    return "\n".join(
+        "  ".join(
+            cell.ljust(w) if i < 2 else cell.rjust(w)
+            for i, (cell, w) in enumerate(zip(line, widths, strict=True))
+        )
+        for line in lines
+    )
+
+
+def ratios(results: dict[str, dict]) -> dict[str, float]:
+    """Ours / PgQueuer for every figure (above 1: ours is higher, which for latency is worse)."""
+    ours, pgq = results.get("django-leasequeue"), results.get("PgQueuer")
+    if not ours or not pgq:
+        return {}
+    return {key: ours[key] / pgq[key] for key in ours}
+
+
+def print_report(systems: list[System], results: dict[str, dict], jobs: int) -> None:
+    rows = [(s.name, s.version(), results[s.name]) for s in systems]
+    print(f"\njobs/s; drains from worker start to the last of {jobs:,} jobs done:")
+    print(table(rows, MAIN_COLUMNS))
+    print("\ndrains without start-up (first finished job to the last), jobs/s:")
+    print(table(rows, STEADY_COLUMNS))
+    versus = ratios(results)
+    if versus:
+        print("\nours / PgQueuer (latency: below 1 is ours faster):")
+        for key, heading, _ in [*MAIN_COLUMNS, *STEADY_COLUMNS[1:]]:
+            steady = " without start-up" if key.startswith("steady") else ""
+            print(f"  {heading}{steady}: {versus[key]:.2f}")
+    else:
+        print("\nno ratios: ours and PgQueuer were not both measured")
+    print("\ncaveats:")
+    for caveat in CAVEATS:
+        print(f"  - {caveat}")
+
+
+def environment(bench: Bench, args: argparse.Namespace) -> dict:
+    """Settings and versions of the run, for the results file."""
+    from bench.peer_apps.common import redis_client
+
+    server = bench.sql.execute("SHOW server_version").fetchone()[0]
+    sync_commit = bench.sql.execute("SHOW synchronous_commit").fetchone()[0]
+    return {
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "jobs": args.jobs,
+        "processes": args.processes,
+        "concurrency": args.concurrency,
+        "pickup_samples": args.pickup_samples,
+        "repeats": args.repeats,
+        "bulk_chunk": 5000,
+        "poll_seconds": POLL,
+        "cpus": os.cpu_count(),
+        "postgresql": server,
+        "synchronous_commit": sync_commit,
+        "redis": redis_client().info("server")["redis_version"],
+        "python": platform.python_version(),
+        "django": importlib.metadata.version("django"),
+        "psycopg": importlib.metadata.version("psycopg"),
+    }
+
+
+def write_results(bench, args, systems, skipped, runs, results) -> None:
+    report = {
+        "settings": environment(bench, args),
+        "systems": {
+            s.name: {
+                "version": s.version(),
+                "settings": s.settings(),
+                "figures": results[s.name],
+                "drains": {
+                    label: [asdict(d) for d in runs[s.name][label]]
+                    for label in ("single", "bulk", "write")
+                },
+                "pickup_ms": [round(ms, 3) for ms in runs[s.name]["pickup"]],
+            }
+            for s in systems
+        },
+        "ratios_ours_over_pgqueuer": ratios(results),
+        "skipped": skipped,
+        "caveats": CAVEATS,
+    }
+    RESULTS.parent.mkdir(exist_ok=True)
+    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"\nwrote {RESULTS.relative_to(ROOT)}")
+
+
+def main() -> None:
+    args = parse_args()
+    dsn, sql = setup_database()
+    redis_url = os.environ["LQPEERS_REDIS_URL"]
+    bench = Bench(args.processes, args.concurrency, sql, dsn, redis_url, args.pgqueuer_batch_size)
+    systems, skipped = choose_systems(bench, args.systems)
+    logs = Path(tempfile.mkdtemp(prefix="lqpeers-logs-"))
+    settings = environment(bench, args)
+    print(
+        f"jobs={args.jobs} processes={args.processes} concurrency={args.concurrency} "
+        f"cpus={settings['cpus']} PostgreSQL {settings['postgresql']} "
+        f"synchronous_commit={settings['synchronous_commit']} Redis {settings['redis']}; "
+        f"worker logs in {logs}",
+        flush=True,
+    )
+    runs = run_all(systems, args, logs)
+    results = {s.name: figures(runs[s.name]) for s in systems}
+    print_report(systems, results, args.jobs)
+    write_results(bench, args, systems, skipped, runs, results)
+
+
+if __name__ == "__main__":
+    main()
