@@ -1,6 +1,7 @@
 """Throughput and latency of django-leasequeue against a raw-SQL ceiling, in one run.
 
     python bench/throughput.py [--jobs 20000] [--processes 2] [--concurrency 10]
+    python bench/throughput.py --scale [--memory-jobs 1000000]   # bench/scale.py
 
 Prints bulk enqueue jobs/s (median of --repeats runs, beside a raw COPY of the same rows),
 drain jobs/s with P processes x C concurrency (leases, heartbeats and fencing on), pickup
@@ -30,6 +31,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bench.settings")
 
 from bench import plot  # noqa: E402
 from bench.plot import RESULTS  # noqa: E402
+
+SCALE_RESULTS = RESULTS.with_name("scale.json")
 
 
 def setup_database() -> None:
@@ -79,6 +82,10 @@ def bulk_enqueue(jobs: int, task) -> float:
     return jobs / (time.perf_counter() - started)
 
 
+def worker_env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
 def start_workers(processes: int, concurrency: int, *extra: str) -> subprocess.Popen:
     return subprocess.Popen(
         [
@@ -95,7 +102,7 @@ def start_workers(processes: int, concurrency: int, *extra: str) -> subprocess.P
             *extra,
         ],
         cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env=worker_env(),
         start_new_session=True,
     )
 
@@ -260,9 +267,24 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=10)
     parser.add_argument("--pickup-samples", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=5, help="bulk enqueue runs (median)")
+    parser.add_argument(
+        "--scale",
+        action="store_true",
+        help="only the scale figures: drain on a loaded table, one worker's memory over time",
+    )
+    parser.add_argument(
+        "--memory-jobs", type=int, default=1_000_000, help="jobs of the long memory run"
+    )
     args = parser.parse_args()
     setup_database()
     from bench.tasks import anoop, noop
+
+    if args.scale:
+        from bench import scale
+
+        figures = scale.run(args.jobs, args.processes, args.concurrency, args.memory_jobs)
+        SCALE_RESULTS.write_text(json.dumps(figures, indent=2) + "\n")
+        return
 
     p, c = args.processes, args.concurrency
     print(f"jobs={args.jobs} processes={p} concurrency={c} cpus={os.cpu_count()}", flush=True)
