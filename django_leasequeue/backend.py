@@ -18,6 +18,7 @@ from django.utils import timezone
 from django_leasequeue import jsonargs, operations, protocol
 from django_leasequeue.checks import check_backend, check_job_database
 from django_leasequeue.conf import BackendConfig
+from django_leasequeue.exceptions import InvalidTaskArguments
 from django_leasequeue.ids import uuid7_strs
 from django_leasequeue.protocol import NewJob
 from django_leasequeue.results import build_result, result_from_row
@@ -28,6 +29,8 @@ logger = logging.getLogger(__name__)
 
 TaskCall = tuple[Task, Sequence[Any], Mapping[str, Any]]
 
+# The job table's unique_key column is a varchar(255).
+UNIQUE_KEY_MAX_LENGTH = 255
 # Batches of at least this many jobs are written with COPY (see ``enqueue_many``).
 COPY_FROM = 64
 
@@ -171,7 +174,9 @@ class LeaseQueueBackend(BaseTaskBackend):
         defaults = resolved.get(id(task))
         if defaults is None:  # tasks are immutable: validate and resolve each once per batch
             defaults = resolved[id(task)] = self._task_defaults(task)
-        args_json, kwargs_json = jsonargs.encode_arguments(defaults.task_path, args, kwargs)
+        args_json, kwargs_json = jsonargs.encode_arguments(
+            defaults.task_path, args, kwargs, self.config.max_argument_bytes
+        )
         return NewJob(
             job_id,
             task,
@@ -183,8 +188,19 @@ class LeaseQueueBackend(BaseTaskBackend):
             defaults.max_attempts,
             defaults.timeout_seconds,
             defaults.backoff_seconds,
-            task.unique_key_for(args, kwargs) if defaults.keyed else None,
+            self._unique_key(task, args, kwargs) if defaults.keyed else None,
         )
+
+    @staticmethod
+    def _unique_key(task: LeaseTask, args: Sequence[Any], kwargs: Mapping[str, Any]) -> str:
+        key = task.unique_key_for(args, kwargs)
+        if len(key) > UNIQUE_KEY_MAX_LENGTH or "\x00" in key:
+            raise InvalidTaskArguments(
+                f"Cannot enqueue {task.module_path}: its unique key {key[:40]!r}... must be at "
+                f"most {UNIQUE_KEY_MAX_LENGTH} characters, without NUL characters "
+                f"(it has {len(key)})."
+            )
+        return key
 
     def _task_defaults(self, task: Task) -> "_TaskDefaults":
         """Validate the task; what its jobs store, the backend's defaults filled in."""

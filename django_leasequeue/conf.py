@@ -43,6 +43,8 @@ class BackendConfig:
     progress_interval_seconds: float = 0.25
     # Server-side prepared statements in the worker; keep False behind PgBouncer < 1.21.
     prepared_statements: bool = False
+    # Largest JSON encoding of one job's arguments (and of its result); None = no limit.
+    max_argument_bytes: int | None = 1024 * 1024
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> Self:
@@ -68,6 +70,10 @@ class BackendConfig:
         return opts
 
 
+# Options whose None means "none" (no Redis, no limit).
+_MAY_BE_NONE = {"redis_alias", "max_argument_bytes"}
+
+
 def _value_problem(name: str, value: Any, default: Any) -> str | None:
     """Describe what ``value`` should have been, or return None when it is acceptable."""
     if isinstance(default, bool):
@@ -77,6 +83,6 @@ def _value_problem(name: str, value: Any, default: Any) -> str | None:
         if isinstance(default, int) and not isinstance(value, int):
             is_number = False
         return None if is_number and value > 0 else f"a positive {type(default).__name__}"
-    if value is None and name == "redis_alias":
+    if value is None and name in _MAY_BE_NONE:
         return None
     return None if isinstance(value, str) and value else "a non-empty string"

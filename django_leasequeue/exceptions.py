@@ -22,5 +22,10 @@ class JobTimeout(Exception):
     """Recorded in a job's errors when an attempt ran longer than the task's timeout."""
 
 
+class UndecodableJob(Exception):
+    """Recorded when a claimed job's stored arguments cannot be read back (malformed, nested too
+    deeply, of the wrong type); the job fails without retry and the worker goes on."""
+
+
 class UnknownTask(Exception):
     """Recorded when a job's task path does not import to a task; the job fails without retry."""

@@ -1,5 +1,8 @@
 """The job table: the single source of truth for every job's state."""
 
+from dataclasses import dataclass
+from typing import Any
+
 from django.db import models
 from django.db.models import Value
 from django.db.models.functions import Now
@@ -7,6 +10,27 @@ from django.utils.translation import gettext_lazy as _
 
 from django_leasequeue.ids import uuid7
 from django_leasequeue.status import JobStatus
+
+
+@dataclass(frozen=True, slots=True)
+class Undecodable:
+    """A stored JSON value that cannot be decoded (nested too deeply for the decoder): its size
+    stands in for it, so that the job can still be listed and shown."""
+
+    size: int
+
+    def __str__(self) -> str:
+        return f"undecodable ({self.size:,} bytes)"
+
+
+class TolerantJSONField(models.JSONField):
+    """A JSONField whose undecodable values read as ``Undecodable`` instead of raising."""
+
+    def from_db_value(self, value: Any, expression: Any, connection: Any) -> Any:
+        try:
+            return super().from_db_value(value, expression, connection)
+        except RecursionError:
+            return Undecodable(len(value.encode()) if isinstance(value, str) else 0)
 
 
 class Job(models.Model):
@@ -20,8 +44,8 @@ class Job(models.Model):
     task_path = models.CharField(max_length=255)
     queue_name = models.CharField(max_length=100, db_default="default")
     priority = models.SmallIntegerField(db_default=0)
-    args = models.JSONField(default=list, blank=True)
-    kwargs = models.JSONField(default=dict, blank=True)
+    args = TolerantJSONField(default=list, blank=True)
+    kwargs = TolerantJSONField(default=dict, blank=True)
     backend = models.CharField(max_length=100, db_default="default")
 
     status = models.CharField(max_length=16, choices=JobStatus, db_default=JobStatus.QUEUED)
@@ -45,10 +69,10 @@ class Job(models.Model):
 
     # NULL, not "", means "no key": the partial unique index ignores NULLs.
     unique_key = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001
-    result = models.JSONField(null=True, blank=True)
+    result = TolerantJSONField(null=True, blank=True)
     errors = models.JSONField(db_default=Value([], models.JSONField()), blank=True)
     progress = models.JSONField(null=True, blank=True)
-    checkpoint = models.JSONField(null=True, blank=True)
+    checkpoint = TolerantJSONField(null=True, blank=True)
 
     class Meta:
         verbose_name = _("job")

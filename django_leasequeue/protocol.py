@@ -82,6 +82,8 @@ class ClaimedJob:
     last_attempted_at: datetime
     worker_ids: list[str]
     errors: list[dict[str, Any]]
+    # Why the row could not be decoded (the job is then failed, never run), or None.
+    problem: str | None = None
 
     @property
     def id(self) -> UUID:
@@ -89,13 +91,33 @@ class ClaimedJob:
 
     @classmethod
     def from_row(cls, row: Row) -> "ClaimedJob":
+        """Decode a claimed row; a row that cannot be decoded gives a job carrying ``problem``."""
+        lease = Lease(row.pop("id"), row.pop("lease_version"))
+        raw = {name: row.pop(name) for name in _JSON_COLUMNS}
+        try:
+            decoded = {name: _loads(text) for name, text in raw.items() if text is not None}
+            problem = _shape_problem(decoded.get("args"), decoded.get("kwargs"))
+        except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
+            problem = f"cannot be decoded ({type(exc).__name__}: {str(exc)[:200]})"
+        if problem is None:
+            return cls(
+                lease=lease,
+                args=decoded["args"],
+                kwargs=decoded["kwargs"],
+                checkpoint=decoded.get("checkpoint"),
+                worker_ids=decoded["worker_ids"],
+                errors=decoded["errors"],
+                **row,
+            )
+        sizes = ", ".join(f"{name} {len(text or ''):,} bytes" for name, text in raw.items())
         return cls(
-            lease=Lease(row.pop("id"), row.pop("lease_version")),
-            args=_loads(row.pop("args")),
-            kwargs=_loads(row.pop("kwargs")),
-            checkpoint=_json_or_none(row.pop("checkpoint")),
-            worker_ids=json.loads(row.pop("worker_ids")),
-            errors=_loads(row.pop("errors")),
+            lease=lease,
+            args=[],
+            kwargs={},
+            checkpoint=None,
+            worker_ids=[],
+            errors=[],
+            problem=f"The stored job {problem}; {sizes}.",
             **row,
         )
 
@@ -123,17 +145,23 @@ class SweptJob:
     queue_name: str
 
 
+_JSON_COLUMNS = ("args", "kwargs", "checkpoint", "worker_ids", "errors")
 _EMPTY = {"[]": list, "{}": dict}
+
+
+def _shape_problem(args: Any, kwargs: Any) -> str | None:
+    """What is wrong with decoded arguments that could not be passed to a function, or None."""
+    if not isinstance(args, list):
+        return f"has args of type {type(args).__name__}, not a list"
+    if not isinstance(kwargs, dict):
+        return f"has kwargs of type {type(kwargs).__name__}, not an object"
+    return None
 
 
 def _loads(text: str) -> Any:
     """``json.loads``, without running the decoder for the common empty list and dict."""
     empty = _EMPTY.get(text)
     return empty() if empty is not None else json.loads(text)
-
-
-def _json_or_none(text: str | None) -> Any:
-    return None if text is None else json.loads(text)
 
 
 def _rows(rows: list[Row]) -> list[Row]:

@@ -65,7 +65,11 @@ def build_result(
 
 
 def result_from_row(row: dict[str, Any]) -> TaskResult:
-    """The TaskResult of a job row read with ``protocol.job_results`` (jsonb as text)."""
+    """The TaskResult of a job row read with ``protocol.job_results`` (jsonb as text).
+
+    A column that cannot be decoded (a row written around enqueue's checks) reads as empty,
+    so that the job's status and errors can still be read.
+    """
     status = JobStatus(row["status"])
     task = task_for_path(row["task_path"]).using(
         priority=row["priority"],
@@ -77,21 +81,32 @@ def result_from_row(row: dict[str, Any]) -> TaskResult:
         task,
         job_id=str(row["id"]),
         status=status.django_status,
-        args=json.loads(row["args"]),
-        kwargs=json.loads(row["kwargs"]),
+        args=_decoded(row["args"], list),
+        kwargs=_decoded(row["kwargs"], dict),
         backend=row["backend"],
         enqueued_at=row["enqueued_at"],
         started_at=row["started_at"],
         last_attempted_at=row["last_attempted_at"],
         finished_at=row["finished_at"],
-        errors=json.loads(row["errors"]),
-        worker_ids=json.loads(row["worker_ids"]),
+        errors=_decoded(row["errors"], list),
+        worker_ids=_decoded(row["worker_ids"], list),
         return_value=(
-            json.loads(row["result"])
+            _decoded(row["result"], object)
             if status == JobStatus.SUCCEEDED and row["result"] is not None
             else None
         ),
     )
+
+
+def _decoded[T](text: str, kind: type[T]) -> T:
+    """``json.loads(text)`` when it gives a ``kind``; else an empty ``kind`` (None for object)."""
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        value = None
+    if isinstance(value, kind):
+        return value
+    return kind() if kind is not object else None  # type: ignore[return-value]
 
 
 def task_for_path(task_path: str) -> Task:
@@ -117,8 +132,9 @@ def task_errors(errors: Iterable[dict[str, Any]]) -> list[TaskError]:
     """Django's TaskError has no message field: keep it readable inside the traceback."""
     return [
         TaskError(
-            exception_class_path=error["exception_class_path"],
-            traceback=error.get("traceback") or error.get("message", ""),
+            exception_class_path=str(error.get("exception_class_path", "")),
+            traceback=str(error.get("traceback") or error.get("message", "")),
         )
         for error in errors
+        if isinstance(error, dict)
     ]

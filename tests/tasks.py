@@ -90,3 +90,16 @@ async def reports_progress(context, steps):
 @task
 def returns_a_set():
     return {1, 2}
+
+
+@task
+def returns_nul():
+    return {"text": "a\x00b"}
+
+
+@task
+def returns_deep():
+    value = []
+    for _ in range(200):
+        value = [value]
+    return value

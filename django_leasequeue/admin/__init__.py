@@ -12,7 +12,8 @@ from uuid import UUID
 from django.contrib import admin
 from django.contrib.admin import ActionLocation
 from django.core.exceptions import PermissionDenied
-from django.db.models import Q, QuerySet
+from django.db.models import Func, Q, QuerySet, TextField
+from django.db.models.functions import Cast, Left
 from django.http import (
     Http404,
     HttpRequest,
@@ -47,6 +48,9 @@ from django_leasequeue.models import Job
 from django_leasequeue.progress.widget import TEMPLATE as PROGRESS_TEMPLATE
 from django_leasequeue.progress.widget import progress_bar_context
 from django_leasequeue.status import JobStatus
+
+# The job's JSON columns that may be large: previews on the detail page, whole as downloads.
+PAYLOAD_FIELDS = ("args", "kwargs", "result", "checkpoint")
 
 
 @admin.register(Job)
@@ -158,11 +162,17 @@ class JobAdmin(admin.ModelAdmin):
     # Querysets
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
-        queryset = super().get_queryset(request).using(job_database())
+        """Never the (possibly huge) JSON payloads: the list shows none, the detail page the
+        start of each and its size, and the full value is a download."""
+        queryset = super().get_queryset(request).using(job_database()).defer(*PAYLOAD_FIELDS)
         if request.resolver_match and request.resolver_match.url_name.endswith("changelist"):
-            # The list shows none of the (possibly large) JSON payloads.
-            queryset = queryset.defer("args", "kwargs", "result", "errors", "checkpoint")
-        return queryset
+            return queryset.defer("errors")
+        previews = {}
+        for name in PAYLOAD_FIELDS:
+            as_text = Cast(name, TextField())
+            previews[f"{name}_head"] = Left(as_text, show.PREVIEW_BYTES)
+            previews[f"{name}_bytes"] = Func(as_text, function="octet_length")
+        return queryset.annotate(**previews)
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet, search_term: str
@@ -308,21 +318,42 @@ class JobAdmin(admin.ModelAdmin):
 
     # Detail-only fields
 
+    def _payload(self, job: Job, name: str) -> SafeString:
+        url = reverse(f"{self.admin_site.name}:leasequeue_job_payload", args=[job.pk, name])
+        return show.json_preview(getattr(job, f"{name}_head"), getattr(job, f"{name}_bytes"), url)
+
     @admin.display(description=_("args"))
     def args_json(self, job: Job) -> SafeString:
-        return show.pretty_json(job.args)
+        return self._payload(job, "args")
 
     @admin.display(description=_("kwargs"))
     def kwargs_json(self, job: Job) -> SafeString:
-        return show.pretty_json(job.kwargs)
+        return self._payload(job, "kwargs")
 
     @admin.display(description=_("result"))
     def result_json(self, job: Job) -> SafeString:
-        return show.pretty_json(job.result)
+        return self._payload(job, "result")
 
     @admin.display(description=_("checkpoint"))
     def checkpoint_json(self, job: Job) -> SafeString:
-        return show.pretty_json(job.checkpoint)
+        return self._payload(job, "checkpoint")
+
+    def payload_view(self, request: HttpRequest, object_id: str, name: str) -> HttpResponse:
+        """One JSON payload of a job, whole, as a download (view permission needed)."""
+        job = self.get_object(request, object_id)  # None for a malformed or unknown id
+        if job is None or name not in PAYLOAD_FIELDS:
+            raise Http404
+        if not self.has_view_permission(request, job):
+            raise PermissionDenied
+        text = (
+            Job.objects.using(job_database())
+            .filter(pk=job.pk)
+            .values_list(Cast(name, TextField()), flat=True)
+            .get()
+        )
+        response = HttpResponse(text or "null", content_type="application/json")
+        response["Content-Disposition"] = f'attachment; filename="job-{job.pk}-{name}.json"'
+        return response
 
     @admin.display(description=_("errors of every attempt"))
     def error_history(self, job: Job) -> SafeString | str:
@@ -372,6 +403,11 @@ class JobAdmin(admin.ModelAdmin):
     def get_urls(self) -> list[URLPattern]:
         info = self.opts.app_label, self.opts.model_name
         return [
+            path(
+                "<path:object_id>/json/<str:name>/",
+                self.admin_site.admin_view(self.payload_view),
+                name="{}_{}_payload".format(*info),
+            ),
             path(
                 "<path:object_id>/<str:action_name>/run/",
                 self.admin_site.admin_view(self.job_action_view),

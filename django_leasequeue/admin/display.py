@@ -11,13 +11,15 @@ from typing import Any
 from django.utils import timezone
 from django.utils.formats import date_format
 from django.utils.html import format_html, format_html_join
-from django.utils.safestring import SafeString
+from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext as _
 
 from django_leasequeue.progress.state import percent
 from django_leasequeue.status import JobStatus
 
 EMPTY = "—"
+# Bytes of a stored JSON value the detail page shows before offering it as a download.
+PREVIEW_BYTES = 10_000
 
 # A symbol per status, so the status reads without colour (and in a screen reader, as text).
 _STATUS_SYMBOLS = {
@@ -146,9 +148,25 @@ def run_time(
     return EMPTY
 
 
-def pretty_json(value: Any) -> SafeString:
+def json_preview(head: str | None, size: int | None, download_url: str) -> SafeString:
+    """A stored JSON value, pretty when small; else its first ``PREVIEW_BYTES`` and a link to
+    download it whole. ``head`` is the start of its text and ``size`` its length in bytes."""
+    if head is None or size is None:
+        return mark_safe('<pre class="lq-json">null</pre>')
+    if size <= PREVIEW_BYTES:
+        try:
+            text = json.dumps(json.loads(head), indent=2, ensure_ascii=False)
+        except (ValueError, RecursionError):
+            return format_html(
+                '<p class="lq-note">{}</p>', _("undecodable (%(size)s bytes)") % {"size": size}
+            )
+        return format_html('<pre class="lq-json">{}</pre>', text)
     return format_html(
-        '<pre class="lq-json">{}</pre>', json.dumps(value, indent=2, ensure_ascii=False)
+        '<pre class="lq-json">{}…</pre><p class="lq-note">{} <a href="{}">{}</a></p>',
+        head[:PREVIEW_BYTES],
+        _("The first %(shown)s of %(size)s bytes.") % {"shown": PREVIEW_BYTES, "size": size},
+        download_url,
+        _("Download the whole value"),
     )
 
 

@@ -14,7 +14,7 @@ from django.tasks import Task
 from django.utils.json import normalize_json
 
 from django_leasequeue import jsonargs
-from django_leasequeue.exceptions import JobTimeout, UnknownTask
+from django_leasequeue.exceptions import JobTimeout, UndecodableJob, UnknownTask
 from django_leasequeue.protocol import ClaimedJob
 from django_leasequeue.results import task_for_path
 from django_leasequeue.runtime.threads import JobThreads
@@ -45,6 +45,8 @@ def error_of(exc: BaseException, message: str | None = None) -> dict[str, str]:
 
 def resolve(job: ClaimedJob) -> Task | Outcome:
     """The job's Task, or a non-retryable failure saying why it cannot run."""
+    if job.problem is not None:
+        return Outcome(error=error_of(UndecodableJob(job.problem)), retryable=False)
     shape = (job.task_path, len(job.args), tuple(job.kwargs))
     task = _RESOLVED.get(shape)
     if task is not None:
@@ -82,8 +84,17 @@ def _call_args(task: Task, context: Any, job: ClaimedJob) -> list[Any]:
     return [context, *job.args] if task.takes_context else list(job.args)
 
 
-async def execute(task: Task, job: ClaimedJob, context: Any, threads: JobThreads) -> Outcome:
+async def execute(
+    task: Task,
+    job: ClaimedJob,
+    context: Any,
+    threads: JobThreads,
+    max_result_bytes: int | None = None,
+) -> Outcome:
     """Call the task (coroutines on this loop, functions in ``threads``) within its timeout.
+
+    A return value that cannot be stored (not JSON, nested too deeply, a NUL character, over
+    ``max_result_bytes``) fails the attempt at once, without retry.
 
     Cancellation (lease lost, cancel requested, shutdown) propagates to the caller.
     """
@@ -102,9 +113,9 @@ async def execute(task: Task, job: ClaimedJob, context: Any, threads: JobThreads
         return Outcome(error=error_of(exc))
     try:
         value = normalize_json(value)
-        return Outcome(result_json=jsonargs.dumps(value), return_value=value)
-    except (TypeError, ValueError) as exc:
-        message = f"Return value of {job.task_path} is not JSON: {exc}"
+        return Outcome(result_json=jsonargs.storable(value, max_result_bytes), return_value=value)
+    except (TypeError, ValueError, RecursionError) as exc:
+        message = f"Return value of {job.task_path} is not JSON that can be stored: {exc}"
         return Outcome(error=error_of(TypeError(message)), retryable=False)
 
 

@@ -8,6 +8,7 @@ import socket
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple
 
 from django.tasks import Task, TaskResult, TaskResultStatus
 from django.tasks.signals import task_finished, task_started
@@ -34,6 +35,35 @@ logger = logging.getLogger(__name__)
 _REDIS_RETRY_SECONDS = 2.0
 # How often the worker asks Redis which of its running jobs a browser page follows live.
 _WATCH_REFRESH_SECONDS = 1.0
+
+
+class _Popped(NamedTuple):
+    ids: list[uuid.UUID]
+    count: int  # items popped, garbage included
+
+
+class _DroppedWakeups:
+    """Counts wakeups that are not job ids; logs one warning per interval, not one per item
+    (a flood of garbage must not flood the log)."""
+
+    INTERVAL_SECONDS = 10.0
+
+    def __init__(self) -> None:
+        self._count = 0
+        self._sample: bytes = b""
+        self._logged_at = -self.INTERVAL_SECONDS
+
+    def drop(self, item: object) -> None:
+        self._count += 1
+        self._sample = item[:100] if isinstance(item, bytes) else repr(item)[:100].encode()
+        now = time.monotonic()
+        if now - self._logged_at >= self.INTERVAL_SECONDS:
+            logger.warning(
+                "Dropped %d wakeup(s) that are not job ids (latest: %r).",
+                self._count,
+                self._sample,
+            )
+            self._count, self._logged_at = 0, now
 
 
 def new_worker_id() -> str:
@@ -74,6 +104,7 @@ class Worker:
         self._slot_freed = asyncio.Event()
         self._redis_retry_at = 0.0
         self._redis_down = False
+        self._garbage = _DroppedWakeups()
         # Whether Django's task signals reach a receiver; re-read for every claimed batch.
         self._send_started = self._send_finished = True
         # While claims come back full (a backlog), claim again only once this many slots are
@@ -152,10 +183,11 @@ class Worker:
             claimed: list[ClaimedJob] = []
             woken = False
             if self.use_wakeups and time.monotonic() >= self._redis_retry_at:
-                ids = await self._pop_wakeups(free)
-                woken = ids is not None and len(ids) > 0
-                if ids:
-                    claimed = await self.db.run(self._claim_by_ids(ids))
+                popped = await self._pop_wakeups(free)
+                # Garbage popped counts as woken: no poll (and no claim) for it.
+                woken = popped is not None and popped.count > 0
+                if popped is not None and popped.ids:
+                    claimed = await self.db.run(self._claim_by_ids(popped.ids))
             poll_due = time.monotonic() - last_poll >= self.backend_config.poll_seconds
             if not claimed and (not woken or poll_due):
                 last_poll = time.monotonic()
@@ -186,7 +218,7 @@ class Worker:
             ids, worker_id=self.worker_id, lease_seconds=self.backend_config.lease_seconds
         )
 
-    async def _pop_wakeups(self, count: int) -> list[uuid.UUID] | None:
+    async def _pop_wakeups(self, count: int) -> "_Popped | None":
         """Ids popped from Redis (garbage dropped); None when Redis is unreachable."""
         loop = asyncio.get_running_loop()
         try:
@@ -210,9 +242,9 @@ class Worker:
         for item in raw:
             try:
                 ids.append(uuid.UUID(item.decode()))
-            except (ValueError, UnicodeDecodeError):
-                logger.warning("Dropped a wakeup that is not a job id: %r", item[:100])
-        return ids
+            except (ValueError, UnicodeDecodeError, AttributeError):
+                self._garbage.drop(item)
+        return _Popped(ids, len(raw))
 
     async def _sleep_unless_stopping(self, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):
@@ -286,7 +318,9 @@ class Worker:
             # ``handle.stop()`` cancels the runner, which then records why it stopped.
             handle.task = runner = asyncio.current_task()
             try:
-                outcome = await execute(task, job, context, self.threads)
+                outcome = await execute(
+                    task, job, context, self.threads, self.backend_config.max_argument_bytes
+                )
             except asyncio.CancelledError:
                 if handle.stop_reason is not None and runner.uncancel() == 0:
                     handle.task = None

@@ -138,6 +138,60 @@ def test_non_json_arguments_are_refused_naming_the_argument(backend, args, kwarg
     assert Job.objects.count() == 0
 
 
+def _nested(depth: int, kind: type = list):
+    value: object = 1
+    for _ in range(depth):
+        value = [value] if kind is list else {"k": value}
+    return value
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "problem"),
+    [
+        ((_nested(1500),), {}, r"args\[0\] = <a list nested deeply> .*nested more than 100"),
+        ((), {"tree": _nested(600, dict)}, r"kwargs\['tree'\] .*nested more than 100"),
+        (("a\x00b",), {}, r"args\[0\] .*NUL character"),
+        ((), {"note": "\x00"}, r"kwargs\['note'\] .*NUL character"),
+    ],
+)
+def test_arguments_that_could_not_be_stored_or_read_back_are_refused(
+    backend, args, kwargs, problem
+):
+    with pytest.raises(InvalidTaskArguments, match=problem):
+        add.enqueue(*args, **kwargs)
+    assert Job.objects.count() == 0
+
+
+def test_nesting_up_to_the_documented_limit_is_accepted(backend):
+    assert add.enqueue(_nested(98), _nested(98, dict)).args[0] == _nested(98)
+
+
+def test_arguments_over_max_argument_bytes_are_refused_with_size_and_limit(settings):
+    default = settings.TASKS["default"]
+    tasks = {"default": {**default, "OPTIONS": {**default["OPTIONS"], "max_argument_bytes": 1000}}}
+    with override_settings(TASKS=tasks):
+        with pytest.raises(InvalidTaskArguments, match=r"1,0\d\d bytes as JSON, over the limit"):
+            add.enqueue("x" * 1000, 1)
+        assert add.enqueue("x" * 900, 1).args[1] == 1
+    assert Job.objects.count() == 1
+
+
+def test_the_default_limit_is_one_mebibyte_and_none_lifts_it(backend):
+    assert backend.config.max_argument_bytes == 1024 * 1024
+    with pytest.raises(InvalidTaskArguments, match="over the limit of 1,048,576"):
+        add.enqueue("x" * (1024 * 1024), 1)
+
+
+def test_unique_keys_too_long_or_with_nul_are_refused_before_the_database(backend):
+    long_key = add.using(unique_key="k" * 256)
+    with pytest.raises(InvalidTaskArguments, match="at most 255 characters"):
+        long_key.enqueue(1, 1)
+    with pytest.raises(InvalidTaskArguments, match="without NUL"):
+        add.using(unique_key="a\x00b").enqueue(1, 1)
+    assert add.using(unique_key="k" * 255).enqueue(1, 1).id
+    assert Job.objects.count() == 1
+
+
 def test_one_bad_call_in_a_bulk_enqueue_writes_nothing(backend):
     with pytest.raises(InvalidTaskArguments, match=r"args\[0\]"):
         backend.enqueue_many([(add, (1, 2), {}), (add, (set(),), {})])

@@ -153,3 +153,11 @@ def test_decoded_arguments_are_what_json_gives_back(args):
     text = dumps(list(args))
     assert decoded(args, text) == json.loads(text)
     assert [type(v) for v in decoded(args, text)] == [type(v) for v in json.loads(text)]
+
+
+def test_max_argument_bytes_is_a_positive_whole_number_or_none():
+    assert BackendConfig.from_options({"max_argument_bytes": None}).max_argument_bytes is None
+    assert BackendConfig.from_options({"max_argument_bytes": 10}).max_argument_bytes == 10
+    for bad in (0, -1, 1.5, "1MB"):
+        with pytest.raises(ImproperlyConfigured, match="max_argument_bytes"):
+            BackendConfig.from_options({"max_argument_bytes": bad})
