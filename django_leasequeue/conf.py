@@ -76,6 +76,8 @@ _MAY_BE_NONE = {"redis_alias", "max_argument_bytes"}
 
 def _value_problem(name: str, value: Any, default: Any) -> str | None:
     """Describe what ``value`` should have been, or return None when it is acceptable."""
+    if value is None and name in _MAY_BE_NONE:
+        return None
     if isinstance(default, bool):
         return None if isinstance(value, bool) else "True or False"
     if isinstance(default, int | float):
@@ -83,6 +85,4 @@ def _value_problem(name: str, value: Any, default: Any) -> str | None:
         if isinstance(default, int) and not isinstance(value, int):
             is_number = False
         return None if is_number and value > 0 else f"a positive {type(default).__name__}"
-    if value is None and name in _MAY_BE_NONE:
-        return None
     return None if isinstance(value, str) and value else "a non-empty string"
