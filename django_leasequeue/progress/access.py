@@ -12,6 +12,8 @@ from django.conf import settings
 from django.core import signing
 
 VIEW_PERMISSION = "leasequeue.view_job"
+# The request header the progress bar's polling sends its token in (kept out of access logs).
+TOKEN_HEADER = "X-Leasequeue-Token"
 
 _SALT = "django_leasequeue.progress"
 _DEFAULT_MAX_AGE_SECONDS = 24 * 60 * 60
@@ -36,9 +38,20 @@ def token_allows(token: str | None, job_id: UUID | str) -> bool:
         return False
     try:
         signed_id = _signer().unsign(token, max_age=max_age_seconds())
-    except signing.BadSignature:  # also SignatureExpired
+    except (signing.BadSignature, ValueError):  # expired, forged, or signed without a time
         return False
     return signed_id == str(UUID(str(job_id)))
+
+
+def token_expires_at(token: str) -> float | None:
+    """When a token ``token_allows`` accepted stops being valid (Unix time), or None."""
+    signer = _signer()
+    try:
+        value = signing.Signer.unsign(signer, token)  # the signature only, not the age
+        timestamp = signing.b62_decode(value.rsplit(signer.sep, 1)[1])
+    except (signing.BadSignature, ValueError, IndexError):
+        return None
+    return timestamp + max_age_seconds()
 
 
 def can_view_job(user: Any, job_id: UUID | str, token: str | None) -> bool:

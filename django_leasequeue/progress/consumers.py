@@ -9,6 +9,7 @@ database check, so a viewer is never left waiting on a finished job.
 
 import asyncio
 import contextlib
+import time
 from itertools import chain, repeat
 from typing import Any
 from urllib.parse import parse_qs
@@ -17,13 +18,15 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from django_leasequeue.progress import events, viewers
-from django_leasequeue.progress.access import can_view_job
+from django_leasequeue.progress.access import can_view_job, token_expires_at
 from django_leasequeue.progress.state import JobState, load_job_state, missing_job_state
 from django_leasequeue.status import JobStatus
 
 # Close code sent before accepting, i.e. the handshake is refused (HTTP 403 on the wire).
 CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
+# Sent when the token a connection was opened with expires.
+CLOSE_TOKEN_EXPIRED = 4401
 
 # Seconds after connecting of the first database checks, before the steady recheck interval.
 _EARLY_RECHECKS = (0.5, 1.0, 1.5)
@@ -38,6 +41,7 @@ class JobProgressConsumer(AsyncJsonWebsocketConsumer):
     job_id: str
     group: str | None = None
     recheck: asyncio.Task | None = None
+    expiry: asyncio.Task | None = None
     finished: bool = False
     watching: bool = False
 
@@ -51,10 +55,10 @@ class JobProgressConsumer(AsyncJsonWebsocketConsumer):
         self.job_id = str(self.scope["url_route"]["kwargs"]["job_id"])
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
         token = (query.get("token") or [None])[0]
-        allowed = await database_sync_to_async(can_view_job)(
-            self.scope.get("user"), self.job_id, token
-        )
-        if not allowed:
+        user = self.scope.get("user")
+        if await database_sync_to_async(can_view_job)(user, self.job_id, None):
+            token = None  # staff: no token to expire
+        elif not await database_sync_to_async(can_view_job)(None, self.job_id, token):
             await self.close(code=CLOSE_FORBIDDEN)
             return
         # Join the group before reading the snapshot: an event published in between is queued
@@ -70,11 +74,23 @@ class JobProgressConsumer(AsyncJsonWebsocketConsumer):
             await self.close(code=CLOSE_NOT_FOUND)
             return
         await self.accept()
+        if token is not None:
+            self.expiry = asyncio.create_task(self.close_when_expired(token))
         await self.send_json({"kind": "snapshot", **state})
         if state["final"]:
             await self.finish(state)
             return
         self.recheck = asyncio.create_task(self.recheck_until_final())
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        """The protocol is server to client only: whatever a client sends is ignored."""
+
+    async def close_when_expired(self, token: str) -> None:
+        """A token grants access until it expires, also on a connection opened before."""
+        expires_at = token_expires_at(token) or 0.0
+        await asyncio.sleep(max(0.0, expires_at - time.time()))
+        self.finished = True  # no more events
+        await self.close(code=CLOSE_TOKEN_EXPIRED)
 
     async def leasequeue_event(self, message: dict[str, Any]) -> None:
         """A worker's event for this job, from the channel layer."""
@@ -107,10 +123,11 @@ class JobProgressConsumer(AsyncJsonWebsocketConsumer):
         await self.close()
 
     async def disconnect(self, code: int) -> None:
-        if self.recheck is not None:
-            self.recheck.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.recheck
+        for task in (self.recheck, self.expiry):
+            if task is not None and task is not asyncio.current_task():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         if self.group is not None:
             await self.channel_layer.group_discard(self.group, self.channel_name)
         if self.watching:

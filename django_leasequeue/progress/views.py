@@ -6,7 +6,7 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
-from django_leasequeue.progress.access import can_view_job
+from django_leasequeue.progress.access import TOKEN_HEADER, can_view_job
 from django_leasequeue.progress.state import load_job_state
 
 
@@ -17,7 +17,8 @@ def job_status(request: HttpRequest, job_id: UUID) -> JsonResponse:
 
     Refuses before looking the job up, so that nobody learns which job ids exist.
     """
-    if not can_view_job(request.user, job_id, request.GET.get("token")):
+    token = request.headers.get(TOKEN_HEADER) or request.GET.get("token")
+    if not can_view_job(request.user, job_id, token):
         return JsonResponse({"error": "forbidden"}, status=403)
     state = load_job_state(job_id)
     if state is None:

@@ -28,10 +28,34 @@ def state_of(job: Job | TaskResult | uuid.UUID | str) -> JobState:
     return load_job_state(job_id) or missing_job_state(job_id)
 
 
+def _job_id(job: Job | TaskResult | uuid.UUID | str) -> uuid.UUID | None:
+    """The job's id, or None when what the template passed cannot be one."""
+    if isinstance(job, Job):
+        return job.pk
+    try:
+        return uuid.UUID(str(job.id if isinstance(job, TaskResult) else job))
+    except ValueError:
+        return None
+
+
 def progress_bar_context(
     job: Job | TaskResult | uuid.UUID | str, label: str = ""
 ) -> dict[str, Any]:
-    """What ``leasequeue/progress.html`` needs to draw one job's bar and keep it live."""
+    """What ``leasequeue/progress.html`` needs to draw one job's bar and keep it live.
+
+    Something that cannot be a job id draws the bar of a job that does not exist.
+    """
+    if _job_id(job) is None:
+        return {
+            "state": missing_job_state(""),
+            "label": label or _("Job progress"),
+            "status_label": "",
+            "status_labels": "{}",
+            "token": "",
+            "status_url": "",
+            "websocket_path": "",
+            "dom_id": f"leasequeue-missing-{uuid.uuid4().hex[:8]}",
+        }
     state = state_of(job)
     job_id = state["job_id"]
     return {

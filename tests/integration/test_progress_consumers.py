@@ -4,8 +4,10 @@ import asyncio
 import sys
 
 import pytest
+from channels.auth import AuthMiddlewareStack
 from channels.db import database_sync_to_async
 from channels.routing import URLRouter
+from channels.security.websocket import AllowedHostsOriginValidator
 from channels.testing import WebsocketCommunicator
 from django.urls import path
 
@@ -16,8 +18,10 @@ from django_leasequeue.progress.access import job_token
 from django_leasequeue.progress.consumers import (
     CLOSE_FORBIDDEN,
     CLOSE_NOT_FOUND,
+    CLOSE_TOKEN_EXPIRED,
     JobProgressConsumer,
 )
+from django_leasequeue.routing import websocket_urlpatterns
 from tests.asgi import application
 from tests.helpers import claim_one
 from tests.tasks import quick_retry
@@ -140,6 +144,74 @@ async def test_forged_token_is_refused(running_job):
 async def test_expired_token_is_refused(running_job):
     expired = aged_token(running_job.id, 2 * 24 * 3600)
     assert await _refused(_socket(running_job.id, token=expired)) == CLOSE_FORBIDDEN
+
+
+async def test_a_token_is_checked_for_the_whole_life_of_the_connection(running_job, settings):
+    """A token that expires while its page is open closes the socket: no event after expiry."""
+    settings.LEASEQUEUE_PROGRESS_TOKEN_MAX_AGE = 60
+    token = aged_token(running_job.id, 59)  # expires in about a second
+    socket = _socket(running_job.id, token=token)
+    assert await socket.connect() == (True, None)
+    assert (await socket.receive_json_from(timeout=3))["kind"] == "snapshot"
+    closed = await asyncio.wait_for(_next_close(socket), 5)
+    assert closed["code"] == CLOSE_TOKEN_EXPIRED
+    await events.apublish(running_job.id, {"kind": "progress", "current": 1, "total": 2})
+    assert await socket.receive_nothing(timeout=0.5)
+
+
+async def _next_close(socket: WebsocketCommunicator) -> dict:
+    while True:
+        message = await socket.receive_output(timeout=5)
+        if message["type"] == "websocket.close":
+            return message
+
+
+async def test_staff_connections_do_not_expire_with_a_token(running_job):
+    cookie = await database_sync_to_async(lambda: session_cookie(staff_user(can_view=True)))()
+    socket = _socket(running_job.id, cookie=cookie, token=aged_token(running_job.id, 86399))
+    assert await socket.connect() == (True, None)
+    assert (await socket.receive_json_from(timeout=3))["kind"] == "snapshot"
+    assert await socket.receive_nothing(timeout=1.5)
+    await socket.disconnect()
+
+
+async def test_a_message_from_the_client_is_ignored_without_an_error(running_job, caplog):
+    socket = _socket(running_job.id, token=job_token(running_job.id))
+    assert await socket.connect() == (True, None)
+    await socket.receive_json_from(timeout=3)
+    await socket.send_to(text_data="not json at all {")
+    await socket.send_to(bytes_data=b"\x00\xff")
+    await events.apublish(running_job.id, {"kind": "progress", "current": 1, "total": 4})
+    assert (await socket.receive_json_from(timeout=3))["kind"] == "progress"
+    assert not [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")]
+    await socket.disconnect()
+
+
+async def test_a_signed_token_without_a_timestamp_is_refused(running_job):
+    from django.core import signing
+
+    from django_leasequeue.progress import access
+
+    untimed = signing.Signer(salt=access._SALT).sign(str(running_job.id))
+    assert await _refused(_socket(running_job.id, token=untimed)) == CLOSE_FORBIDDEN
+
+
+async def test_a_page_on_another_origin_is_refused_even_with_a_staff_cookie(running_job, settings):
+    """The documented ASGI setup wraps the routes in AllowedHostsOriginValidator: a page on
+    another site cannot ride on a staff member's session cookie."""
+    settings.ALLOWED_HOSTS = ["testserver"]
+    app = AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))
+    cookie = await database_sync_to_async(lambda: session_cookie(staff_user(can_view=True)))()
+    path = f"/ws/leasequeue/jobs/{running_job.id}/"
+    own = WebsocketCommunicator(
+        app, path, headers=[(b"cookie", cookie), (b"origin", b"http://testserver")]
+    )
+    assert (await own.connect())[0] is True
+    await own.disconnect()
+    foreign = WebsocketCommunicator(
+        app, path, headers=[(b"cookie", cookie), (b"origin", b"https://evil.example")]
+    )
+    assert (await foreign.connect())[0] is False
 
 
 async def test_token_for_another_job_is_refused(running_job):

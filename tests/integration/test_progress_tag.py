@@ -114,6 +114,14 @@ def test_missing_job_is_drawn_ended_and_says_so(db):
     assert page.one(**{"class": "leasequeue-progress"})["data-final"] == "true"
 
 
+@pytest.mark.parametrize("given", ["not-a-uuid", "../../etc", 42, None])
+def test_something_that_cannot_be_a_job_id_is_drawn_as_a_missing_job(db, given):
+    page = _render(given)
+    assert page.text_by_class["leasequeue-progress__message"] == "This job does not exist."
+    bar = page.one(**{"class": "leasequeue-progress"})
+    assert (bar["data-final"], bar["data-status-url"], bar["data-token"]) == ("true", "", "")
+
+
 def test_two_bars_for_one_job_have_distinct_element_ids(job):
     source = "{% load leasequeue %}{% leasequeue_progress job %}{% leasequeue_progress job %}"
     html = Template(source).render(Context({"job": job.id}))

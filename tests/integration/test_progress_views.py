@@ -74,3 +74,17 @@ def test_unknown_job_is_not_found_for_an_authorised_viewer(client: Client, db):
 
 def test_only_reads_are_allowed(client: Client, job):
     assert client.post(_url(job.id, job_token(job.id))).status_code == 405
+
+
+def test_the_token_may_come_in_a_header_kept_out_of_access_logs(client: Client, job):
+    response = client.get(_url(job.id), headers={"X-Leasequeue-Token": job_token(job.id)})
+    assert response.status_code == 200 and response.json()["percent"] == 25
+
+
+def test_a_signed_token_without_a_timestamp_is_a_403_not_a_500(client: Client, job):
+    from django.core import signing
+
+    from django_leasequeue.progress import access
+
+    untimed = signing.Signer(salt=access._SALT).sign(str(job.id))
+    assert client.get(_url(job.id, untimed)).status_code == 403
