@@ -614,3 +614,23 @@ def test_the_admin_and_the_live_bar_floor_the_same_percentage(admin_client):
     protocol.execute(protocol.progress(running.lease, 2, 3, "two thirds"))  # 66.67%
     html = admin_client.get(reverse("admin:leasequeue_job_changelist")).content.decode()
     assert "66% · two thirds" in html and "67%" not in html
+
+
+@pytest.mark.parametrize("parameter", ["status", "queue", "task", "q"])
+def test_a_nul_byte_in_a_filter_value_is_a_400_not_a_500(admin_client, parameter):
+    response = admin_client.get(CHANGELIST, {parameter: "fail\x00ed"})
+    assert response.status_code == 400
+
+
+@pytest.mark.parametrize(
+    "lookup", ["args__icontains", "kwargs__has_key", "result__contains", "worker_ids__0"]
+)
+def test_lookups_the_list_does_not_offer_are_refused(admin_client, lookup):
+    add.enqueue(1, 2)
+    assert admin_client.get(CHANGELIST, {lookup: "x"}).status_code == 400
+
+
+def test_the_offered_filters_still_work(admin_client):
+    failed = failed_job()
+    response = admin_client.get(CHANGELIST, {"status__exact": "failed"})
+    assert response.status_code == 200 and str(failed)[-8:] in response.content.decode()
