@@ -74,14 +74,18 @@ _FINISHED = {
     JobStatus.FAILED: gettext_lazy("already failed"),
     JobStatus.CANCELLED: gettext_lazy("already cancelled"),
 }
+# The reason of a skipped job whose unique key an unfinished job holds, whatever its status.
+_KEY_HELD = "key held"
 _RETRY_SKIPS = {
     JobStatus.RUNNING: gettext_lazy("still running"),
     JobStatus.QUEUED: gettext_lazy("already waiting to run"),
     JobStatus.RETRYING: gettext_lazy("already waiting to run"),
     JobStatus.SUCCEEDED: gettext_lazy("already succeeded"),
-    # Failed/cancelled yet untouched: the retry statement found its unique key taken.
-    JobStatus.FAILED: gettext_lazy("an unfinished job holds its unique key"),
-    JobStatus.CANCELLED: gettext_lazy("an unfinished job holds its unique key"),
+    # Failed/cancelled yet untouched, and nobody holds its key: it ended after the retry
+    # statement looked, which found it still running.
+    JobStatus.FAILED: gettext_lazy("still running"),
+    JobStatus.CANCELLED: gettext_lazy("still running"),
+    _KEY_HELD: gettext_lazy("an unfinished job holds its unique key"),
 }
 _RELEASE_SKIPS = {
     JobStatus.QUEUED: gettext_lazy("not running"),
@@ -95,12 +99,18 @@ _GONE = gettext_lazy("no longer exists")
 def _explain_skipped(
     report: ActionReport, ids: Iterable[UUID], reasons: dict[str, str], using: str
 ) -> None:
-    """Count each skipped job under the reason its current status gives."""
+    """Count each skipped job under the reason its state now gives."""
     ids = list(ids)
-    statuses = protocol.execute(protocol.job_statuses(ids), using)
+    states = protocol.execute(protocol.job_statuses(ids), using)
     for job_id in ids:
-        status = statuses.get(job_id)
-        report.skipped[str(_GONE if status is None else reasons.get(status, status))] += 1
+        state = states.get(job_id)
+        if state is None:
+            reason = _GONE
+        elif state["key_held"] and _KEY_HELD in reasons:
+            reason = reasons[_KEY_HELD]
+        else:
+            reason = reasons.get(state["status"], state["status"])
+        report.skipped[str(reason)] += 1
 
 
 def _wake_on_commit(rows: Sequence[protocol.Row], using: str) -> None:

@@ -403,9 +403,13 @@ def _by_unique_key(rows: list[Row]) -> dict[str, Row]:
     return {row.pop("unique_key"): row for row in rows}
 
 
-def job_statuses(ids: Sequence[UUID]) -> Statement[dict[UUID, str]]:
-    """The status each of these jobs has now; a deleted job is missing from the answer."""
-    return _statement("job_statuses", _new_statuses, ids=list(ids))
+def job_statuses(ids: Sequence[UUID]) -> Statement[dict[UUID, Row]]:
+    """``id -> {status, key_held}`` of these jobs now; a deleted job is missing."""
+    return _statement("job_statuses", _rows_by_id, ids=list(ids))
+
+
+def _rows_by_id(rows: list[Row]) -> dict[UUID, Row]:
+    return {row.pop("id"): row for row in rows}
 
 
 def job_progress(job_id: UUID) -> Statement[Row | None]:

@@ -172,8 +172,14 @@ FROM leasequeue_job
 WHERE unique_key = ANY(%(unique_keys)s::text[]) AND status IN ('queued', 'retrying', 'running');
 
 -- name: job_statuses
--- Read back: the status each of the given jobs has now (an action explains what it skipped).
-SELECT id, status FROM leasequeue_job WHERE id = ANY(%(ids)s::uuid[]);
+-- Read back: each job's status now, and whether an unfinished job holds its unique key.
+SELECT id, status,
+       unique_key IS NOT NULL AND EXISTS (
+           SELECT 1 FROM leasequeue_job AS holder
+           WHERE holder.unique_key = job.unique_key AND holder.id <> job.id
+             AND holder.status IN ('queued', 'retrying', 'running')) AS key_held
+FROM leasequeue_job AS job
+WHERE id = ANY(%(ids)s::uuid[]);
 
 -- name: job_progress
 -- Read back: what a progress viewer is told about one job (status, progress, attempt).
