@@ -42,8 +42,13 @@ if sys.version_info < NEEDED:  # started by whatever python3 the machine has
 
 from devtools import browser, demo, services, venv  # noqa: E402 (after the version check)
 
+# The Django series the suite runs on: None is the newest release (``.venv``), then the LTS.
+DJANGO_SERIES = {"newest": None, "5.2": "5.2"}
 
-def run_tests(pytest_args: list[str]) -> int:
+
+def run_tests(pytest_args: list[str], series: list[str]) -> int:
+    """Lint and docs once, then the migration check and the whole suite on each Django series;
+    fails when any of them fails."""
     python = venv.ensure("test")
     steps = [
         [python, "-m", "ruff", "check", "."],
@@ -56,34 +61,57 @@ def run_tests(pytest_args: list[str]) -> int:
     for step in steps:
         if subprocess.run(step, cwd=venv.ROOT, env=quiet).returncode:
             return 1
+    pythons = {name: venv.ensure("test", DJANGO_SERIES[name]) for name in series}
     chromium = browser.ensure_chromium(python)
+    failed = []
     with services.services() as env:
         env = {**os.environ, **env, browser.ENV_VAR: chromium}
-        migrations = [
-            python,
-            "-m",
-            "django",
-            "makemigrations",
-            "--check",
-            "--dry-run",
-            "--settings",
-            "tests.settings",
-            "--pythonpath",
-            ".",
-        ]
-        if subprocess.run(migrations, cwd=venv.ROOT, env=env).returncode:
-            print("Models and migrations disagree: run makemigrations.", file=sys.stderr)
-            return 1
-        return subprocess.run(
-            [python, "-m", "pytest", *pytest_args], cwd=venv.ROOT, env=env
-        ).returncode
+        for name, series_python in pythons.items():
+            print(f"=== Django {name} ({_django_version(series_python)}) ===", flush=True)
+            if _suite(series_python, pytest_args, env):
+                failed.append(name)
+    if failed:
+        print(f"The suite failed on Django {', '.join(failed)}.", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _django_version(python) -> str:
+    script = "import django; print(django.get_version())"
+    return subprocess.run([python, "-c", script], capture_output=True, text=True).stdout.strip()
+
+
+def _suite(python, pytest_args: list[str], env: dict[str, str]) -> int:
+    migrations = [
+        python,
+        "-m",
+        "django",
+        "makemigrations",
+        "--check",
+        "--dry-run",
+        "--settings",
+        "tests.settings",
+        "--pythonpath",
+        ".",
+    ]
+    if subprocess.run(migrations, cwd=venv.ROOT, env=env).returncode:
+        print("Models and migrations disagree: run makemigrations.", file=sys.stderr)
+        return 1
+    return subprocess.run([python, "-m", "pytest", *pytest_args], cwd=venv.ROOT, env=env).returncode
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser(
-        "test", help="lint, migration check and the whole test suite (extra args go to pytest)"
+    test_parser = commands.add_parser(
+        "test",
+        help="lint, docs, migration check and the whole test suite on Django 6.x and 5.2 "
+        "(extra args go to pytest)",
+    )
+    test_parser.add_argument(
+        "--django",
+        choices=sorted(DJANGO_SERIES),
+        action="append",
+        help="run the suite on this Django series only (repeatable; default: all)",
     )
     demo_parser = commands.add_parser(
         "demo", help="run the example project: web server and workers, until Ctrl-C"
@@ -92,7 +120,7 @@ def main() -> int:
     demo_parser.add_argument("--processes", type=int, default=2, help="worker processes")
     args, passthrough = parser.parse_known_args()
     if args.command == "test":
-        return run_tests(passthrough)
+        return run_tests(passthrough, args.django or list(DJANGO_SERIES))
     if args.command == "demo":
         if passthrough:
             parser.error(f"unrecognized arguments: {' '.join(passthrough)}")

@@ -4,9 +4,8 @@
 note of when a job started.
 """
 
-from django.tasks import task
-
 from bench.peer_apps import common
+from django_leasequeue.tasks_framework import task
 
 
 @task

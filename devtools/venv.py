@@ -1,4 +1,5 @@
-"""The project's local virtual environment (``.venv``), created and installed on demand."""
+"""The project's local virtual environments, created and installed on demand: ``.venv`` with the
+newest Django, and ``.venv-django<series>`` with an older supported series (e.g. 5.2)."""
 
 import hashlib
 import os
@@ -12,24 +13,28 @@ VENV = ROOT / ".venv"
 BIN = VENV / "bin"
 
 
-def ensure(extras: str = "test") -> Path:
-    """Create ``.venv`` and install the project with ``extras``; skip when already up to date."""
+def ensure(extras: str = "test", django: str | None = None) -> Path:
+    """Create the environment and install the project with ``extras`` (and, when given, the
+    newest release of Django ``django``, e.g. "5.2"); skip when already up to date."""
     if sys.version_info < (3, 12):  # noqa: UP036 (dev.py may be started by an older python3)
         raise SystemExit(
             f"Python 3.12 or newer is needed (this is {sys.version.split()[0]}); "
             "run dev.py with python3.12 or newer."
         )
-    stamp = VENV / f".installed-{extras}"
+    home = VENV if django is None else ROOT / f".venv-django{django}"
+    python = home / "bin" / "python"
+    stamp = home / f".installed-{extras}"
     wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
     if stamp.exists() and stamp.read_text() == wanted:
-        return BIN / "python"
-    if not (BIN / "python").exists():
-        print(f"Creating {VENV} ...", flush=True)
-        venv.create(VENV, with_pip=True)
-    print(f"Installing django-leasequeue[{extras}] into {VENV} ...", flush=True)
+        return python
+    if not python.exists():
+        print(f"Creating {home} ...", flush=True)
+        venv.create(home, with_pip=True)
+    series = [] if django is None else [f"django~={django}.0"]
+    print(f"Installing django-leasequeue[{extras}] {' '.join(series)} into {home} ...", flush=True)
     subprocess.run(
         [
-            BIN / "python",
+            python,
             "-m",
             "pip",
             "install",
@@ -37,10 +42,11 @@ def ensure(extras: str = "test") -> Path:
             "--disable-pip-version-check",
             "-e",
             f".[{extras}]",
+            *series,
         ],
         cwd=ROOT,
         check=True,
         env={**os.environ, "PIP_PROGRESS_BAR": "off"},
     )
     stamp.write_text(wanted)
-    return BIN / "python"
+    return python

@@ -9,6 +9,7 @@ from django_leasequeue.exceptions import (
     JobTimeout,
     LeaseExpired,
     LeaseLost,
+    UndecodableJob,
     UnknownTask,
 )
 from django_leasequeue.fencing import fenced_atomic
@@ -24,6 +25,7 @@ __all__ = [
     "LeaseExpired",
     "LeaseLost",
     "LeaseTask",
+    "UndecodableJob",
     "UnknownTask",
     "fenced_atomic",
     "task",

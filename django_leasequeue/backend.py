@@ -9,10 +9,6 @@ from typing import Any, NamedTuple
 from uuid import UUID
 
 from django.db import DEFAULT_DB_ALIAS, transaction
-from django.tasks import Task, TaskResult, TaskResultStatus, task_backends
-from django.tasks.backends.base import BaseTaskBackend
-from django.tasks.exceptions import InvalidTask, InvalidTaskBackend, TaskResultDoesNotExist
-from django.tasks.signals import task_enqueued
 from django.utils import timezone
 
 from django_leasequeue import jsonargs, operations, protocol
@@ -23,6 +19,17 @@ from django_leasequeue.ids import uuid7_strs
 from django_leasequeue.protocol import NewJob
 from django_leasequeue.results import build_result, result_from_row
 from django_leasequeue.task import LeaseTask
+from django_leasequeue.tasks_framework import (
+    BaseTaskBackend,
+    InvalidTask,
+    InvalidTaskBackend,
+    Task,
+    TaskResult,
+    TaskResultDoesNotExist,
+    TaskResultStatus,
+    task_backends,
+    task_enqueued,
+)
 from django_leasequeue.wakeups import Wakeups
 
 logger = logging.getLogger(__name__)

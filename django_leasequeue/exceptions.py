@@ -1,6 +1,6 @@
 """Exceptions the app raises; each names what went wrong and what was (not) written."""
 
-from django.tasks.exceptions import InvalidTask
+from django_leasequeue.tasks_framework import InvalidTask
 
 
 class InvalidTaskArguments(InvalidTask, TypeError):

@@ -15,11 +15,11 @@ from uuid import UUID
 
 import psycopg
 from django.db import connections
-from django.tasks import Task
 
 from django_leasequeue import jsonargs
 from django_leasequeue.sql import QUERIES, Query
 from django_leasequeue.status import JobStatus
+from django_leasequeue.tasks_framework import Task
 
 Row = dict[str, Any]
 

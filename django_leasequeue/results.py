@@ -8,11 +8,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.tasks import Task, TaskResult, TaskResultStatus
-from django.tasks.base import TaskError
 from django.utils.module_loading import import_string
 
 from django_leasequeue.status import JobStatus
+from django_leasequeue.tasks_framework import Task, TaskError, TaskResult, TaskResultStatus
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

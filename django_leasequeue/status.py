@@ -1,8 +1,9 @@
 """``JobStatus``: the states of a job's life, usable without the ORM (protocol, runtime, views)."""
 
 from django.db import models
-from django.tasks import TaskResultStatus
 from django.utils.translation import gettext_lazy as _
+
+from django_leasequeue.tasks_framework import TaskResultStatus
 
 
 class JobStatus(models.TextChoices):

@@ -4,9 +4,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from django.tasks import DEFAULT_TASK_BACKEND_ALIAS, DEFAULT_TASK_QUEUE_NAME
-from django.tasks import task as django_task
-from django.tasks.base import DEFAULT_TASK_PRIORITY, Task
+from django_leasequeue.tasks_framework import (
+    DEFAULT_TASK_BACKEND_ALIAS,
+    DEFAULT_TASK_PRIORITY,
+    DEFAULT_TASK_QUEUE_NAME,
+    Task,
+)
+from django_leasequeue.tasks_framework import task as django_task
 
 UniqueKey = str | Callable[..., str] | None
 

@@ -11,10 +11,10 @@ import logging
 import time
 from collections.abc import Iterable, Sequence
 
-from django.tasks import task_backends
-from django.tasks.exceptions import InvalidTaskBackend
 from django_redis import get_redis_connection
 from redis.exceptions import RedisError, ResponseError
+
+from django_leasequeue.tasks_framework import InvalidTaskBackend, task_backends
 
 logger = logging.getLogger(__name__)
 

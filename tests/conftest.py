@@ -1,6 +1,7 @@
 import pytest
-from django.tasks import task_backends
 from django_redis import get_redis_connection
+
+from django_leasequeue.tasks_framework import task_backends
 
 
 @pytest.fixture

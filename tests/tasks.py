@@ -4,9 +4,8 @@ import asyncio
 import os
 import time
 
-from django.tasks import task as django_task
-
 from django_leasequeue import task
+from django_leasequeue.tasks_framework import task as django_task
 from tests.models import Execution, Receipt
 
 

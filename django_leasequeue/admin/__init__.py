@@ -10,7 +10,6 @@ from typing import Any
 from uuid import UUID
 
 from django.contrib import admin
-from django.contrib.admin import ActionLocation
 from django.core.exceptions import PermissionDenied
 from django.db.models import Func, Q, QuerySet, TextField
 from django.db.models.functions import Cast, Left
@@ -197,10 +196,9 @@ class JobAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def get_actions(
-        self, request: HttpRequest, action_location: ActionLocation = ActionLocation.CHANGE_LIST
-    ) -> dict:
-        actions = super().get_actions(request, action_location=action_location)
+    def get_actions(self, request: HttpRequest, *args: Any, **kwargs: Any) -> dict:
+        # Django 6.1 adds an ``action_location`` argument; pass through whatever comes.
+        actions = super().get_actions(request, *args, **kwargs)
         actions.pop("delete_selected", None)  # ours goes through the protocol
         return actions
 

@@ -8,7 +8,6 @@ import json
 import uuid
 from typing import Any
 
-from django.tasks import TaskResult
 from django.urls import reverse
 from django.utils.translation import gettext as _
 
@@ -17,6 +16,7 @@ from django_leasequeue.progress.access import job_token
 from django_leasequeue.progress.events import WEBSOCKET_PATH, websockets_enabled
 from django_leasequeue.progress.state import JobState, job_state, load_job_state, missing_job_state
 from django_leasequeue.status import JobStatus
+from django_leasequeue.tasks_framework import TaskResult
 
 TEMPLATE = "leasequeue/progress.html"
 

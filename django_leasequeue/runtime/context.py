@@ -7,10 +7,9 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from django.tasks import TaskContext
-
 from django_leasequeue.fencing import FencedTransaction, fenced_atomic
 from django_leasequeue.runtime.handle import JobHandle
+from django_leasequeue.tasks_framework import TaskContext
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -10,14 +10,13 @@ from functools import partial
 from typing import Any
 
 from django.db import close_old_connections
-from django.tasks import Task
-from django.utils.json import normalize_json
 
 from django_leasequeue import jsonargs
 from django_leasequeue.exceptions import JobTimeout, UndecodableJob, UnknownTask
 from django_leasequeue.protocol import ClaimedJob
 from django_leasequeue.results import task_for_path
 from django_leasequeue.runtime.threads import JobThreads
+from django_leasequeue.tasks_framework import Task, normalize_json
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,9 @@ import sys
 
 from django_leasequeue.runtime.config import WorkerConfig
 
+# The loggers of Django's Tasks framework (django.tasks on 6.x, the backport on 5.2).
+TASK_LOGGERS = ("django.tasks", "django_tasks")
+
 
 def configure_logging(level: str, who: str) -> None:
     """Log to stderr at ``level`` (from -v), whatever levels Django's loggers carry."""
@@ -19,6 +22,11 @@ def configure_logging(level: str, who: str) -> None:
     logging.basicConfig(level=level, handlers=[handler], force=True)
     # Django sets its own loggers to INFO; below -v 1 do not even build their records.
     logging.getLogger("django").setLevel(level)
+    # Django's Tasks framework logs two lines per job at INFO (started, finished): at -v 1 that
+    # doubles a short job's cost and floods the log, so those lines need -v 2.
+    per_job = level if level == "DEBUG" else max(logging.getLevelName(level), logging.WARNING)
+    for name in TASK_LOGGERS:
+        logging.getLogger(name).setLevel(per_job)
 
 
 def worker_main(config: WorkerConfig) -> None:
@@ -41,10 +49,9 @@ def worker_main(config: WorkerConfig) -> None:
 async def _run(config: WorkerConfig) -> int:
     # Imported here, not at the top: a spawned child imports this module to find worker_main
     # before Django is set up, and the app's modules need the settings.
-    from django.tasks.exceptions import InvalidTaskBackend
-
     from django_leasequeue.backend import lease_queue_backend
     from django_leasequeue.runtime.worker import Worker
+    from django_leasequeue.tasks_framework import InvalidTaskBackend
 
     try:
         backend = lease_queue_backend(config.backend_alias)

@@ -13,10 +13,10 @@ import logging
 
 from asgiref.sync import sync_to_async
 from django.dispatch import Signal
-from django.tasks import TaskResult
-from django.tasks import signals as django_task_signals
 
 from django_leasequeue.runtime.batching import Batcher
+from django_leasequeue.tasks_framework import TaskResult
+from django_leasequeue.tasks_framework import signals as django_task_signals
 
 logger = logging.getLogger(__name__)
 

@@ -10,8 +10,6 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
-from django.tasks import Task, TaskResult, TaskResultStatus
-from django.tasks.signals import task_finished, task_started
 from redis.exceptions import RedisError
 
 from django_leasequeue import protocol
@@ -28,6 +26,13 @@ from django_leasequeue.runtime.handle import JobHandle, StopReason
 from django_leasequeue.runtime.task_signals import TaskSignalDispatcher, wanted
 from django_leasequeue.runtime.threads import JobThreads
 from django_leasequeue.status import JobStatus
+from django_leasequeue.tasks_framework import (
+    Task,
+    TaskResult,
+    TaskResultStatus,
+    task_finished,
+    task_started,
+)
 
 logger = logging.getLogger(__name__)
 

@@ -6,11 +6,11 @@ from datetime import timedelta
 
 import pytest
 from django.db import connection
-from django.tasks import TaskResultStatus
 from django.urls import reverse
 from django.utils import timezone
 
 from django_leasequeue.models import Job, Undecodable
+from django_leasequeue.tasks_framework import TaskResultStatus
 from tests.acceptance.harness import wait_until
 from tests.tasks import add, async_sleep, returns_deep, returns_nul
 

@@ -115,8 +115,12 @@ def test_progress_is_persisted_and_the_last_update_always_lands(start_workers):
 
 
 def test_django_task_signals_fire_in_the_worker(start_workers):
-    # The worker runs in another process: prove the signals fired through Django's logging.
+    # The worker runs in another process: prove the signals fired through Django's logging,
+    # which logs each job at -v 2 (at -v 1 those two lines a job would flood the log).
     job_id = add.enqueue(1, 2).id
-    log = run_burst(start_workers)
+    log = run_burst(start_workers, "-v", "2")
     assert f"Task id={job_id} path=tests.tasks.add state=RUNNING" in log
     assert f"Task id={job_id} path=tests.tasks.add state=SUCCESSFUL" in log
+    quiet = add.enqueue(3, 4).id
+    log = run_burst(start_workers)
+    assert f"Task id={quiet}" not in log and "Burst: nothing due is left" in log

@@ -6,13 +6,13 @@ from datetime import timedelta
 import pytest
 from asgiref.sync import sync_to_async
 from django.db import connections, transaction
-from django.tasks.exceptions import InvalidTask
 from django.test import override_settings
 from django.utils import timezone
 
 from django_leasequeue import protocol
 from django_leasequeue.exceptions import InvalidTaskArguments
 from django_leasequeue.models import Job
+from django_leasequeue.tasks_framework import InvalidTask
 from tests.helpers import try_claim, try_claim_batch
 from tests.servers import RedisServer
 from tests.tasks import add, report

@@ -5,13 +5,13 @@ writer (enqueue, results, cancel, admin, progress views, prune) follows the back
 import pytest
 from django.conf import settings
 from django.core.management import call_command
-from django.tasks import TaskResultStatus, task_backends
 from django.test import override_settings
 from django.urls import reverse
 
 from django_leasequeue import JobStatus, protocol
 from django_leasequeue.models import Job
 from django_leasequeue.progress.access import job_token
+from django_leasequeue.tasks_framework import TaskResultStatus, task_backends
 from tests.tasks import add
 
 pytestmark = pytest.mark.django_db(databases=["default", "jobs"])

@@ -4,11 +4,10 @@ from datetime import timedelta
 
 import pytest
 from django.db import transaction
-from django.tasks import TaskResultStatus
-from django.tasks.signals import task_enqueued
 
 from django_leasequeue import protocol
 from django_leasequeue.models import Job
+from django_leasequeue.tasks_framework import TaskResultStatus, task_enqueued
 from tests.helpers import claim_one, snapshot, try_claim, try_claim_batch, wait_until_due
 from tests.tasks import add, flaky, quick_retry
 
@@ -134,7 +133,7 @@ def test_get_result_reports_every_status(backend):
     backend.cancel([cancelled.id])
     assert backend.get_result(cancelled.id).status == TaskResultStatus.FAILED
 
-    from django.tasks.exceptions import TaskResultDoesNotExist
+    from django_leasequeue.tasks_framework import TaskResultDoesNotExist
 
     with pytest.raises(TaskResultDoesNotExist):
         backend.get_result("not-a-uuid")

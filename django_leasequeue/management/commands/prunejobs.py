@@ -3,12 +3,12 @@
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.tasks.exceptions import InvalidTaskBackend
 
 from django_leasequeue import protocol
 from django_leasequeue.backend import lease_queue_backend
 from django_leasequeue.management.arguments import non_negative_float, positive_int
 from django_leasequeue.status import JobStatus
+from django_leasequeue.tasks_framework import InvalidTaskBackend
 
 
 class Command(BaseCommand):

@@ -3,13 +3,13 @@
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.tasks.exceptions import InvalidTaskBackend
 
 from django_leasequeue.backend import LeaseQueueBackend, lease_queue_backend
 from django_leasequeue.management.arguments import non_negative_float, positive_int
 from django_leasequeue.runtime.config import WorkerConfig
 from django_leasequeue.runtime.process import configure_logging
 from django_leasequeue.runtime.supervisor import Supervisor
+from django_leasequeue.tasks_framework import InvalidTaskBackend
 
 _LOG_LEVELS = {0: "WARNING", 1: "INFO", 2: "DEBUG", 3: "DEBUG"}
 _DEFAULTS = WorkerConfig()
