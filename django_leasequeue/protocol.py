@@ -279,7 +279,9 @@ def _heartbeat_reply(rows: list[Row]) -> HeartbeatReply:
 
 
 def heartbeat(leases: Iterable[Lease], *, lease_seconds: float) -> Statement[HeartbeatReply]:
-    leases = list(leases)
+    # In id order, as complete_many: two statements locking the same rows in one order cannot
+    # deadlock each other.
+    leases = sorted(leases, key=_by_job_id)
     return _statement(
         "heartbeat",
         _heartbeat_reply,
@@ -304,8 +306,13 @@ def _applied_ids(rows: list[Row]) -> set[UUID]:
     return {row["id"] for row in rows}
 
 
+def _by_job_id(lease: Lease) -> UUID:
+    return lease.job_id
+
+
 def complete_many(outcomes: Sequence[tuple[Lease, str]]) -> Statement[set[UUID]]:
     """Fenced success of many jobs at once; results already JSON-encoded. Returns applied ids."""
+    outcomes = sorted(outcomes, key=lambda outcome: outcome[0].job_id)  # as heartbeat
     return _statement(
         "complete_many",
         _applied_ids,

@@ -11,6 +11,8 @@ from django_leasequeue.connection import connect_async
 logger = logging.getLogger(__name__)
 
 _RECONNECT_DELAYS = (0.1, 0.25, 0.5, 1.0, 2.0)
+# How many times a statement PostgreSQL aborted for a deadlock runs again.
+_DEADLOCK_RETRIES = 5
 
 
 class Database:
@@ -33,6 +35,15 @@ class Database:
             conn = await self._connection()
             try:
                 return await protocol.aexecute(statement, conn)
+            except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure) as exc:
+                # The statement was rolled back whole (autocommit): running it again is safe.
+                # Heartbeats and completions of one worker lock the same rows on two
+                # connections; ids are sent sorted, which makes this rare, not impossible.
+                if attempt >= _DEADLOCK_RETRIES:
+                    raise
+                logger.info("%s on %s: running it again.", type(exc).__name__, statement.query.name)
+                attempt += 1
+                continue
             except psycopg.OperationalError as exc:
                 if not conn.broken and not conn.closed:
                     raise
