@@ -75,9 +75,10 @@ CAVEATS = [
     "Persistent Django connections for every system's write job: CONN_MAX_AGE=60, and for "
     "Celery, whose Django fix-up closes connections after each task regardless, "
     "CELERY_DB_REUSE_MAX=1000.",
-    "Pickup is timed from the enqueuing process's clock read right after the commit: on two "
-    "busy cores that process is at times preempted in between, so a few samples are negative; "
-    "they are kept.",
+    "Pickup is timed from the enqueuing process's clock read right after the commit (Celery: "
+    "its after_task_publish signal), with the workers on one CPU and the enqueuer on the other; "
+    "the enqueuer is still at times preempted in between (PostgreSQL, Redis, other tenants), "
+    "so a few samples are short, even negative; they are kept.",
     "The benchmark counts finished jobs every 25 ms: a count(*) on PostgreSQL for the three "
     "PostgreSQL queues, a Redis MGET for Celery.",
 ]
@@ -156,11 +157,16 @@ def choose_systems(bench: Bench, names: str) -> tuple[list[System], dict[str, st
     return systems, skipped
 
 
-def start_workers(system: System, burst: bool, logs: Path) -> list[subprocess.Popen]:
-    """Each in its own session, so that stopping one reaches its child processes too."""
+def start_workers(
+    system: System, burst: bool, logs: Path, cpu: int | None = None
+) -> list[subprocess.Popen]:
+    """Each in its own session, so that stopping one reaches its child processes too;
+    all on CPU ``cpu`` when given (with their children)."""
     env = peer_systems.worker_env(system.bench)
+    pin = ["taskset", "-c", str(cpu)] if cpu is not None else []
     workers = []
     for i, command in enumerate(system.worker_commands(burst)):
+        command = [*pin, *command]
         with open(logs / f"{system.name}-{i}.log", "ab") as log:
             workers.append(
                 subprocess.Popen(
@@ -254,14 +260,22 @@ def check_rows(system: System, jobs: int) -> None:
 
 def measure_pickup(system: System, samples: int, logs: Path) -> list[float]:
     """Milliseconds from the commit of each enqueue to the start of its job, with the workers
-    idle; the job notes its start time in a Redis list (bench/peer_apps/common.py)."""
+    idle; the job notes its start time in a Redis list (bench/peer_apps/common.py).
+
+    The workers run on one CPU and this process on another: otherwise the woken worker often
+    preempts this process between the commit and its clock read, and the sample comes out
+    short (even negative).
+    """
     from bench.peer_apps.common import STAMPS_KEY, redis_client
 
     reset(system)
     stamps = redis_client()
     stamps.delete(STAMPS_KEY)
     gaps = random.Random(samples)
-    workers = start_workers(system, burst=False, logs=logs)
+    cpus = sorted(os.sched_getaffinity(0))
+    workers = start_workers(system, burst=False, logs=logs, cpu=cpus[-1] if cpus[1:] else None)
+    if cpus[1:]:
+        os.sched_setaffinity(0, {cpus[0]})
     try:
         system.enqueue_each("stamp", [-1])
         pop_stamp(system.name, stamps, -1, timeout=120)  # the workers are up
@@ -273,6 +287,7 @@ def measure_pickup(system: System, samples: int, logs: Path) -> list[float]:
             if n >= PICKUP_WARMUP:
                 latencies.append((started - enqueued) * 1000)
     finally:
+        os.sched_setaffinity(0, cpus)
         stop_workers(workers, wait_for_exit=False)
     return latencies
 
