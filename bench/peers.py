@@ -24,6 +24,7 @@ import contextlib
 import datetime
 import importlib.metadata
 import json
+import math
 import os
 import platform
 import random
@@ -74,12 +75,17 @@ CAVEATS = [
     "Persistent Django connections for every system's write job: CONN_MAX_AGE=60, and for "
     "Celery, whose Django fix-up closes connections after each task regardless, "
     "CELERY_DB_REUSE_MAX=1000.",
-    "Pickup is timed from the enqueuing process's clock read right after the commit: on two "
-    "busy cores that process is at times preempted in between, so a few samples are negative; "
-    "they are kept.",
+    "Pickup is timed from the enqueuing process's clock read right after the commit (Celery: "
+    "its after_task_publish signal), with the workers on one CPU and the enqueuer on the other; "
+    "the enqueuer is still at times preempted in between (PostgreSQL, Redis, other tenants), "
+    "so a few samples are short, even negative; they are kept.",
     "The benchmark counts finished jobs every 25 ms: a count(*) on PostgreSQL for the three "
     "PostgreSQL queues, a Redis MGET for Celery.",
 ]
+
+
+class DrainFailed(Exception):
+    """A drain that did not finish every job once: reported, and left out of the medians."""
 
 
 @dataclass
@@ -151,11 +157,16 @@ def choose_systems(bench: Bench, names: str) -> tuple[list[System], dict[str, st
     return systems, skipped
 
 
-def start_workers(system: System, burst: bool, logs: Path) -> list[subprocess.Popen]:
-    """Each in its own session, so that stopping one reaches its child processes too."""
+def start_workers(
+    system: System, burst: bool, logs: Path, cpu: int | None = None
+) -> list[subprocess.Popen]:
+    """Each in its own session, so that stopping one reaches its child processes too;
+    all on CPU ``cpu`` when given (with their children)."""
     env = peer_systems.worker_env(system.bench)
+    pin = ["taskset", "-c", str(cpu)] if cpu is not None else []
     workers = []
     for i, command in enumerate(system.worker_commands(burst)):
+        command = [*pin, *command]
         with open(logs / f"{system.name}-{i}.log", "ab") as log:
             workers.append(
                 subprocess.Popen(
@@ -166,18 +177,20 @@ def start_workers(system: System, burst: bool, logs: Path) -> list[subprocess.Po
 
 
 def stop_workers(workers: list[subprocess.Popen], wait_for_exit: bool) -> None:
-    """Let burst workers finish by themselves, then SIGTERM what is left (and SIGKILL what
-    still ignores it)."""
+    """Let burst workers finish by themselves; SIGTERM what is left (the process we started:
+    a supervisor stops its own children), and SIGKILL the whole session of what ignores it."""
     deadline = time.monotonic() + (60 if wait_for_exit else 0)
     for worker in workers:
         wait_quietly(worker, max(0.0, deadline - time.monotonic()))
-    for sig, grace in ((signal.SIGTERM, 60), (signal.SIGKILL, 10)):
-        alive = [w for w in workers if w.poll() is None]
-        for worker in alive:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(worker.pid, sig)
-        for worker in alive:
-            wait_quietly(worker, grace)
+    alive = [w for w in workers if w.poll() is None]
+    for worker in alive:
+        worker.terminate()
+    for worker in alive:
+        wait_quietly(worker, 60)
+    for worker in workers:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(worker.pid, signal.SIGKILL)  # leftovers of its session, if any
+        wait_quietly(worker, 10)
 
 
 def wait_quietly(worker: subprocess.Popen, seconds: float) -> None:
@@ -213,7 +226,7 @@ def wait_done(system: System, jobs: int, workers: list[subprocess.Popen]) -> tup
             return first, first_count, now
         exited = all(w.poll() is not None for w in workers)
         if now > deadline or (exited and system.done() < jobs):
-            raise SystemExit(f"{system.name}: {done} of {jobs} jobs done; see the worker logs")
+            raise DrainFailed(f"{done} of {jobs} jobs done when the workers stopped")
         time.sleep(POLL)
 
 
@@ -242,19 +255,27 @@ def measure_drain(system: System, kind: str, jobs: int, bulk: bool, logs: Path) 
 def check_rows(system: System, jobs: int) -> None:
     rows = system.count("SELECT count(*) FROM bench_peerrow")
     if rows != jobs:
-        raise SystemExit(f"{system.name}: {rows} rows written by {jobs} write jobs")
+        raise DrainFailed(f"{rows} rows written by {jobs} write jobs")
 
 
 def measure_pickup(system: System, samples: int, logs: Path) -> list[float]:
     """Milliseconds from the commit of each enqueue to the start of its job, with the workers
-    idle; the job notes its start time in a Redis list (bench/peer_apps/common.py)."""
+    idle; the job notes its start time in a Redis list (bench/peer_apps/common.py).
+
+    The workers run on one CPU and this process on another: otherwise the woken worker often
+    preempts this process between the commit and its clock read, and the sample comes out
+    short (even negative).
+    """
     from bench.peer_apps.common import STAMPS_KEY, redis_client
 
     reset(system)
     stamps = redis_client()
     stamps.delete(STAMPS_KEY)
     gaps = random.Random(samples)
-    workers = start_workers(system, burst=False, logs=logs)
+    cpus = sorted(os.sched_getaffinity(0))
+    workers = start_workers(system, burst=False, logs=logs, cpu=cpus[-1] if cpus[1:] else None)
+    if cpus[1:]:
+        os.sched_setaffinity(0, {cpus[0]})
     try:
         system.enqueue_each("stamp", [-1])
         pop_stamp(system.name, stamps, -1, timeout=120)  # the workers are up
@@ -266,6 +287,7 @@ def measure_pickup(system: System, samples: int, logs: Path) -> list[float]:
             if n >= PICKUP_WARMUP:
                 latencies.append((started - enqueued) * 1000)
     finally:
+        os.sched_setaffinity(0, cpus)
         stop_workers(workers, wait_for_exit=False)
     return latencies
 
@@ -286,7 +308,9 @@ def pop_stamp(name: str, stamps, n: int, timeout: float) -> float:
 def run_all(systems: list[System], args: argparse.Namespace, logs: Path) -> dict:
     """Every figure for every system, figure by figure (so a noisy minute hits all systems
     of a figure alike), ``--repeats`` times; returns the raw runs per system."""
-    runs = {s.name: {"single": [], "bulk": [], "write": [], "pickup": []} for s in systems}
+    runs = {
+        s.name: {"single": [], "bulk": [], "write": [], "pickup": [], "failed": []} for s in systems
+    }
     for repeat in range(args.repeats):
         for label, kind, bulk in (
             ("single", "noop", False),
@@ -294,12 +318,15 @@ def run_all(systems: list[System], args: argparse.Namespace, logs: Path) -> dict
             ("write", "write", True),
         ):
             for system in systems:
-                drain = measure_drain(system, kind, args.jobs, bulk, logs)
+                step = f"[{repeat + 1}/{args.repeats}] {system.name} {label}"
+                try:
+                    drain = measure_drain(system, kind, args.jobs, bulk, logs)
+                except DrainFailed as exc:
+                    runs[system.name]["failed"].append(f"{label}, run {repeat + 1}: {exc}")
+                    print(f"{step}: FAILED, {exc} (worker logs in {logs})", flush=True)
+                    continue
                 runs[system.name][label].append(drain)
-                print(
-                    f"[{repeat + 1}/{args.repeats}] {system.name} {label}: {fmt(drain)}",
-                    flush=True,
-                )
+                print(f"{step}: {fmt(drain)}", flush=True)
         for system in systems:
             latencies = measure_pickup(system, args.pickup_samples, logs)
             runs[system.name]["pickup"].extend(latencies)
@@ -320,19 +347,23 @@ def fmt(drain: Drain) -> str:
 
 
 def figures(run: dict) -> dict[str, float]:
-    """The medians of one system's runs, keyed as in the results file."""
-    drains = {label: run[label] for label in ("single", "bulk", "write")}
+    """The medians of one system's runs, keyed as in the results file (NaN: no run finished)."""
+
+    def med(labels: tuple[str, ...], field: str) -> float:
+        values = [getattr(d, field) for label in labels for d in run[label]]
+        return statistics.median(values) if values else math.nan
+
     q = statistics.quantiles(run["pickup"], n=100)
     return {
-        "single_enqueue": statistics.median([d.enqueue for d in drains["single"]]),
-        "drain_single": statistics.median([d.from_start for d in drains["single"]]),
-        "bulk_enqueue": statistics.median([d.enqueue for d in drains["bulk"]]),
-        "drain_bulk": statistics.median([d.from_start for d in drains["bulk"]]),
-        "drain_write": statistics.median([d.from_start for d in drains["write"]]),
-        "steady_single": statistics.median([d.steady for d in drains["single"]]),
-        "steady_bulk": statistics.median([d.steady for d in drains["bulk"]]),
-        "steady_write": statistics.median([d.steady for d in drains["write"]]),
-        "startup_s": statistics.median([d.startup for runs in drains.values() for d in runs]),
+        "single_enqueue": med(("single",), "enqueue"),
+        "drain_single": med(("single",), "from_start"),
+        "bulk_enqueue": med(("bulk",), "enqueue"),
+        "drain_bulk": med(("bulk",), "from_start"),
+        "drain_write": med(("write",), "from_start"),
+        "steady_single": med(("single",), "steady"),
+        "steady_bulk": med(("bulk",), "steady"),
+        "steady_write": med(("write",), "steady"),
+        "startup_s": med(("single", "bulk", "write"), "startup"),
         "pickup_p50_ms": q[49],
         "pickup_p99_ms": q[98],
     }
@@ -356,10 +387,14 @@ STEADY_COLUMNS = [
 ]
 
 
+def cell(value: float, fmt_: str) -> str:
+    return "-" if math.isnan(value) else fmt_.format(value)
+
+
 def table(rows: list[tuple[str, str, dict]], columns: list[tuple[str, str, str]]) -> str:
     headings = ["system", "version", *(heading for _, heading, _ in columns)]
     body = [
-        [name, version, *(fmt_.format(values[key]) for key, _, fmt_ in columns)]
+        [name, version, *(cell(values[key], fmt_) for key, _, fmt_ in columns)]
         for name, version, values in rows
     ]
     widths = [max(len(row[i]) for row in [headings, *body]) for i in range(len(headings))]
@@ -381,7 +416,7 @@ def ratios(results: dict[str, dict]) -> dict[str, float]:
     return {key: ours[key] / pgq[key] for key in ours}
 
 
-def print_report(systems: list[System], results: dict[str, dict], jobs: int) -> None:
+def print_report(systems: list[System], runs: dict, results: dict[str, dict], jobs: int) -> None:
     rows = [(s.name, s.version(), results[s.name]) for s in systems]
     print(f"\njobs/s; drains from worker start to the last of {jobs:,} jobs done:")
     print(table(rows, MAIN_COLUMNS))
@@ -392,9 +427,14 @@ def print_report(systems: list[System], results: dict[str, dict], jobs: int) -> 
         print("\nours / PgQueuer (latency: below 1 is ours faster):")
         for key, heading, _ in [*MAIN_COLUMNS, *STEADY_COLUMNS[1:]]:
             steady = " without start-up" if key.startswith("steady") else ""
-            print(f"  {heading}{steady}: {versus[key]:.2f}")
+            print(f"  {heading}{steady}: {cell(versus[key], '{:.2f}')}")
     else:
         print("\nno ratios: ours and PgQueuer were not both measured")
+    failed = [(s.name, f) for s in systems for f in runs[s.name]["failed"]]
+    if failed:
+        print("\nfailed drains (left out of the medians):")
+        for name, failure in failed:
+            print(f"  - {name} {failure}")
     print("\ncaveats:")
     for caveat in CAVEATS:
         print(f"  - {caveat}")
@@ -425,6 +465,11 @@ def environment(bench: Bench, args: argparse.Namespace) -> dict:
     }
 
 
+def no_nan(values: dict[str, float]) -> dict[str, float | None]:
+    """JSON has no NaN: a figure that no run produced is null."""
+    return {key: None if math.isnan(value) else value for key, value in values.items()}
+
+
 def write_results(bench, args, systems, skipped, runs, results) -> None:
     report = {
         "settings": environment(bench, args),
@@ -432,7 +477,8 @@ def write_results(bench, args, systems, skipped, runs, results) -> None:
             s.name: {
                 "version": s.version(),
                 "settings": s.settings(),
-                "figures": results[s.name],
+                "figures": no_nan(results[s.name]),
+                "failed_drains": runs[s.name]["failed"],
                 "drains": {
                     label: [asdict(d) for d in runs[s.name][label]]
                     for label in ("single", "bulk", "write")
@@ -441,7 +487,7 @@ def write_results(bench, args, systems, skipped, runs, results) -> None:
             }
             for s in systems
         },
-        "ratios_ours_over_pgqueuer": ratios(results),
+        "ratios_ours_over_pgqueuer": no_nan(ratios(results)),
         "skipped": skipped,
         "caveats": CAVEATS,
     }
@@ -467,7 +513,7 @@ def main() -> None:
     )
     runs = run_all(systems, args, logs)
     results = {s.name: figures(runs[s.name]) for s in systems}
-    print_report(systems, results, args.jobs)
+    print_report(systems, runs, results, args.jobs)
     write_results(bench, args, systems, skipped, runs, results)
 
 
