@@ -124,9 +124,11 @@ class ClaimedJob:
 
 @dataclass(frozen=True, slots=True)
 class HeartbeatReply:
-    """Which of the presented leases are still held, and which of those should stop."""
+    """Which of the presented leases are still held, which of those were renewed (a row an
+    operator holds locked is held but not renewed this time), and which should stop."""
 
     held: frozenset[UUID]
+    renewed: frozenset[UUID]
     cancel_requested: frozenset[UUID]
 
 
@@ -274,6 +276,7 @@ def claim_batch(
 def _heartbeat_reply(rows: list[Row]) -> HeartbeatReply:
     return HeartbeatReply(
         held=frozenset(row["id"] for row in rows),
+        renewed=frozenset(row["id"] for row in rows if row["renewed"]),
         cancel_requested=frozenset(row["id"] for row in rows if row["cancel_requested"]),
     )
 

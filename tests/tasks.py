@@ -4,6 +4,8 @@ import asyncio
 import os
 import time
 
+import psycopg
+
 from django_leasequeue import task
 from django_leasequeue.tasks_framework import task as django_task
 from tests.models import Execution, Receipt
@@ -102,3 +104,21 @@ def returns_deep():
     for _ in range(200):
         value = [value]
     return value
+
+
+@task(takes_context=True, max_attempts=10, backoff_seconds=0.05)
+def stays_alive(context, seconds):
+    """Mark itself alive every 0.2 s for ``seconds``, through its own direct connection (not the
+    worker's), and stop as soon as the worker says its lease may be lost."""
+    execution = f"{os.getpid()}:{context.attempt}"
+    with psycopg.connect(os.environ["LEASEQUEUE_ALIVE_DSN"], autocommit=True) as conn:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            if context.should_stop:
+                return None
+            conn.execute(
+                "INSERT INTO alive_mark (job_id, execution) VALUES (%s, %s)",
+                [context.job_id, execution],
+            )
+            time.sleep(0.2)
+    return execution

@@ -1,6 +1,7 @@
 """A worker's psycopg connection that reconnects when PostgreSQL drops it."""
 
 import asyncio
+import contextlib
 import logging
 
 import psycopg
@@ -23,11 +24,15 @@ class Database:
     "lease lost" on the second run (which is logged, never applied twice).
     """
 
-    def __init__(self, using: str, *, prepared_statements: bool, name: str) -> None:
+    def __init__(
+        self, using: str, *, prepared_statements: bool, name: str, lease_seconds: float
+    ) -> None:
         self.using = using
         self.prepared_statements = prepared_statements
         self.name = name
+        self.lease_seconds = lease_seconds
         self._conn: psycopg.AsyncConnection | None = None
+        self._abandoned: set[asyncio.Task] = set()
 
     async def run[T](self, statement: protocol.Statement[T]) -> T:
         attempt = 0
@@ -64,7 +69,9 @@ class Database:
         while self._conn is None or self._conn.closed:
             try:
                 self._conn = await connect_async(
-                    self.using, prepared_statements=self.prepared_statements
+                    self.using,
+                    prepared_statements=self.prepared_statements,
+                    lease_seconds=self.lease_seconds,
                 )
             except psycopg.OperationalError as exc:
                 delay = _RECONNECT_DELAYS[min(attempt, len(_RECONNECT_DELAYS) - 1)]
@@ -72,6 +79,24 @@ class Database:
                 attempt += 1
                 await asyncio.sleep(delay)
         return self._conn
+
+    def abandon(self, statement: asyncio.Task) -> None:
+        """Give up on a statement that got no answer in time, and on its connection: the next
+        statement connects afresh. The old one is cancelled and closed in the background (a
+        cancel of a statement over a dead link can itself wait for seconds)."""
+        conn, self._conn = self._conn, None
+        statement.cancel()
+        closing = asyncio.create_task(self._close_after(statement, conn))
+        self._abandoned.add(closing)
+        closing.add_done_callback(self._abandoned.discard)
+
+    @staticmethod
+    async def _close_after(statement: asyncio.Task, conn: psycopg.AsyncConnection | None) -> None:
+        with contextlib.suppress(BaseException):
+            await statement
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(conn.close(), 5)
 
     async def close(self) -> None:
         if self._conn is not None:

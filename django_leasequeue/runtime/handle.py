@@ -45,6 +45,8 @@ class JobHandle:
         self.task: asyncio.Task | None = None
         # Whether a browser page follows this job live; refreshed by the worker.
         self.watched = False
+        # Monotonic time by which the worker must confirm a renewal or stop the job itself.
+        self.fence_deadline = float("inf")
         self._publish = publish
         self._progress_interval = progress_interval
         self._last_progress_at = 0.0

@@ -61,4 +61,4 @@ async def _run(config: WorkerConfig) -> int:
     worker = Worker(backend, config)
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, worker.request_stop)
     await worker.run()
-    return 0
+    return 1 if worker.failed else 0

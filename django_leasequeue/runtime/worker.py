@@ -71,6 +71,15 @@ class _DroppedWakeups:
             self._count, self._logged_at = 0, now
 
 
+def fence_margin(lease_seconds: float) -> float:
+    """How long before the server's lease ends a worker stops a job whose renewal it could not
+    confirm. Deadlines count from the moment a claim or renewal was *sent*, so the round trip
+    is already inside them; the margin covers the two clocks running at slightly different
+    rates (far below 1% between machines) and the time a job takes to stop once told: a tenth
+    of the lease, at least 0.2 s."""
+    return max(0.2, 0.1 * lease_seconds)
+
+
 def new_worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
@@ -89,13 +98,22 @@ class Worker:
             self.backend_config.database,
             prepared_statements=self.backend_config.prepared_statements,
             name="work",
+            lease_seconds=self.backend_config.lease_seconds,
         )
         # Heartbeats and sweeps get their own connection so claims never delay them.
         self.beat_db = Database(
             self.backend_config.database,
             prepared_statements=self.backend_config.prepared_statements,
             name="heartbeat",
+            lease_seconds=self.backend_config.lease_seconds,
         )
+        # A job's lease, as this worker knows it: the send time of the claim or of the last
+        # confirmed renewal, plus the lease, less this margin (see ``fence_margin``).
+        self.fence_margin = fence_margin(self.backend_config.lease_seconds)
+        # Set while the worker could not confirm a renewal in time: it claims nothing.
+        self.fenced = False
+        # Set when a service task died: the process exits non-zero, to be restarted.
+        self.failed = False
         self.completions = CompletionBatcher(self.db)
         self.inflight: dict[uuid.UUID, JobHandle] = {}
         self.runners: set[asyncio.Task] = set()
@@ -144,9 +162,9 @@ class Worker:
             asyncio.create_task(self.task_signals.run(), name="task-signals"),
             asyncio.create_task(self._watch_loop(), name="watch"),
         ]
+        claiming = asyncio.create_task(self._claim_then_drain(), name="claim")
         try:
-            await self._claim_loop()
-            await self._drain()
+            await self._until_claiming_ends(claiming, services)
         finally:
             for service in services:
                 service.cancel()
@@ -159,6 +177,35 @@ class Worker:
             self.redis_calls.shutdown(wait=False, cancel_futures=True)
             self.threads.shutdown()
         logger.info("Worker %s stopped.", self.worker_id)
+
+    async def _claim_then_drain(self) -> None:
+        await self._claim_loop()
+        await self._drain()
+
+    async def _until_claiming_ends(
+        self, claiming: asyncio.Task, services: list[asyncio.Task]
+    ) -> None:
+        """Wait for the claimer to finish; if a service (heartbeat, sweep, completions, ...)
+        dies meanwhile, stop at once so that the supervisor starts a healthy worker: a worker
+        without heartbeats must not go on claiming."""
+        pending = {claiming, *services}
+        while claiming in pending:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                if task is claiming or task.cancelled() or task.exception() is None:
+                    continue
+                logger.critical(
+                    "The worker's %s service died (%r): stopping, so that the supervisor starts "
+                    "a new worker.",
+                    task.get_name(),
+                    task.exception(),
+                    exc_info=task.exception(),
+                )
+                self.failed = True
+                if not self.stopping.is_set():
+                    self.request_stop()
+                self.request_stop()  # the second request: release the leases now
+        claiming.result()
 
     async def _drain(self) -> None:
         """Give in-flight jobs ``grace`` seconds, then release the rest for another worker."""
@@ -187,6 +234,10 @@ class Worker:
                 continue
             claimed: list[ClaimedJob] = []
             woken = False
+            if self.fenced:  # PostgreSQL did not answer in time: claim nothing until it does
+                await self._sleep_unless_stopping(self.backend_config.poll_seconds)
+                continue
+            sent_at = time.monotonic()
             if self.use_wakeups and time.monotonic() >= self._redis_retry_at:
                 popped = await self._pop_wakeups(free)
                 # Garbage popped counts as woken: no poll (and no claim) for it.
@@ -206,7 +257,7 @@ class Worker:
                 )
             backlog = len(claimed) >= free
             if claimed:
-                self._start_batch(claimed)
+                self._start_batch(claimed, sent_at)
             if claimed or woken:
                 continue
             if self.config.burst:
@@ -257,8 +308,9 @@ class Worker:
 
     # Running
 
-    def _start_batch(self, claimed: list[ClaimedJob]) -> None:
+    def _start_batch(self, claimed: list[ClaimedJob], sent_at: float) -> None:
         """One runner task per claimed job; whether task signals are wanted is read once."""
+        deadline = sent_at + self.backend_config.lease_seconds - self.fence_margin
         sender = type(self.backend)
         self._send_started = wanted(task_started, sender)
         self._send_finished = wanted(task_finished, sender)
@@ -273,6 +325,7 @@ class Worker:
                 publish=apublish,
             )
             handle.watched = watched
+            handle.fence_deadline = deadline
             self.inflight[job.id] = handle
             runner = asyncio.create_task(self._run(handle), name=f"job-{job.id}")
             self.runners.add(runner)
@@ -441,22 +494,65 @@ class Worker:
     # Maintenance
 
     async def _heartbeat_loop(self) -> None:
+        """Renew every lease each ``heartbeat_seconds``; stop the jobs whose renewal cannot be
+        confirmed before their deadline (self-fencing: their lease may be someone else's)."""
         while True:
-            await asyncio.sleep(self.backend_config.heartbeat_seconds)
-            handles = list(self.inflight.values())
-            if not handles:
+            deadlines = [h.fence_deadline for h in self.inflight.values()]
+            until_deadline = min(deadlines, default=float("inf")) - time.monotonic()
+            await asyncio.sleep(
+                max(0.0, min(self.backend_config.heartbeat_seconds, until_deadline))
+            )
+            self._stop_expired(time.monotonic())
+            handles = [h for h in self.inflight.values() if h.stop_reason is None]
+            if not handles and not self.fenced:
                 continue
-            reply = await self.beat_db.run(
-                protocol.heartbeat(
-                    [handle.lease for handle in handles],
-                    lease_seconds=self.backend_config.lease_seconds,
+            sent_at = time.monotonic()
+            deadline = min([h.fence_deadline for h in handles] or [sent_at + self.fence_margin * 5])
+            statement = asyncio.create_task(
+                self.beat_db.run(
+                    protocol.heartbeat(
+                        [handle.lease for handle in handles],
+                        lease_seconds=self.backend_config.lease_seconds,
+                    )
                 )
             )
+            done, _ = await asyncio.wait([statement], timeout=max(0.0, deadline - sent_at))
+            if not done:
+                self._self_fence(handles)
+                self.beat_db.abandon(statement)
+                continue
+            reply = statement.result()  # an unexpected error ends the worker (see run)
+            if self.fenced:
+                logger.warning("PostgreSQL answers again: claiming again.")
+                self.fenced = False
+            renewed_until = sent_at + self.backend_config.lease_seconds - self.fence_margin
             for handle in handles:
                 if handle.job.id not in reply.held:
                     handle.stop(StopReason.LEASE_LOST)
                 elif handle.job.id in reply.cancel_requested:
                     handle.stop(StopReason.CANCEL_REQUESTED)
+                if handle.job.id in reply.renewed:
+                    handle.fence_deadline = renewed_until
+            self._stop_expired(time.monotonic())
+
+    def _self_fence(self, handles: list[JobHandle]) -> None:
+        """No confirmed renewal before the deadline: stop those jobs, claim nothing more."""
+        if not self.fenced:
+            logger.error(
+                "PostgreSQL did not confirm lease renewals in time: stopping %d job(s) before "
+                "their leases can expire, and claiming nothing until it answers again.",
+                len(handles),
+            )
+        self.fenced = True
+        for handle in handles:
+            handle.stop(StopReason.LEASE_LOST)
+
+    def _stop_expired(self, now: float) -> None:
+        """Jobs held but not renewed (an operator holds their row) stop at their own deadline."""
+        for handle in list(self.inflight.values()):
+            if handle.stop_reason is None and handle.fence_deadline <= now:
+                logger.warning("Job %s: lease not renewed in time; stopping it.", handle.job.id)
+                handle.stop(StopReason.LEASE_LOST)
 
     async def _sweep_loop(self) -> None:
         while True:

@@ -77,15 +77,31 @@ RETURNING job.id, job.task_path, job.queue_name, job.priority, job.backend, job.
           job.last_attempted_at, job.worker_ids, job.errors;
 
 -- name: heartbeat
--- Renew every lease a worker holds in one statement; returns those still held and their cancel flag.
-UPDATE leasequeue_job AS job
-SET heartbeat_at = now(),
-    lease_expires_at = now() + make_interval(secs => %(lease_seconds)s::float8)
-FROM unnest(%(ids)s::uuid[], %(versions)s::integer[]) AS held(id, lease_version)
-WHERE job.id = held.id
-  AND job.lease_version = held.lease_version
-  AND job.status = 'running'
-RETURNING job.id, job.cancel_requested;
+-- Renew every lease a worker holds in one statement; returns those still held, whether renewed, and their cancel flag.
+WITH presented AS (
+    SELECT * FROM unnest(%(ids)s::uuid[], %(versions)s::integer[]) AS held(id, lease_version)
+), renewable AS (
+    -- A row another transaction holds locked (an operator's action) is skipped, not waited on:
+    -- the worker's other leases must not wait for it.
+    SELECT job.id FROM leasequeue_job AS job
+    JOIN presented ON job.id = presented.id AND job.lease_version = presented.lease_version
+    WHERE job.status = 'running'
+    ORDER BY job.id
+    FOR UPDATE OF job SKIP LOCKED
+), renewed AS (
+    UPDATE leasequeue_job AS job
+    SET heartbeat_at = now(),
+        lease_expires_at = now() + make_interval(secs => %(lease_seconds)s::float8)
+    FROM renewable
+    WHERE job.id = renewable.id
+    RETURNING job.id, job.cancel_requested
+)
+SELECT id, cancel_requested, true AS renewed FROM renewed
+UNION ALL
+SELECT job.id, job.cancel_requested, false AS renewed
+FROM leasequeue_job AS job
+JOIN presented ON job.id = presented.id AND job.lease_version = presented.lease_version
+WHERE job.status = 'running' AND job.id NOT IN (SELECT id FROM renewable);
 
 -- name: complete
 -- Fenced: the lease holder records success and the JSON result.

@@ -34,12 +34,17 @@ class Workers:
     """``manage.py runworkers`` in its own process group, logging to a file."""
 
     def __init__(
-        self, *args: str, options: dict | None = None, redis_url: str | None = None, log_path: Path
+        self,
+        *args: str,
+        options: dict | None = None,
+        redis_url: str | None = None,
+        database_url: str | None = None,
+        log_path: Path,
     ) -> None:
         env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "tests.settings",
-            "DATABASE_URL": test_database_url(),
+            "DATABASE_URL": database_url or test_database_url(),
             "LEASEQUEUE_OPTIONS": json.dumps({**FAST_OPTIONS, **(options or {})}),
             "PYTHONPATH": str(ROOT),
         }
