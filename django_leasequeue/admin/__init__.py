@@ -196,9 +196,12 @@ class JobAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def get_actions(self, request: HttpRequest, *args: Any, **kwargs: Any) -> dict:
-        # Django 6.1 adds an ``action_location`` argument; pass through whatever comes.
-        actions = super().get_actions(request, *args, **kwargs)
+    def get_actions(self, request: HttpRequest, action_location: Any = None) -> dict:
+        # Django 6.1 passes where the actions are shown; Django 5.2 has no such argument.
+        if action_location is None:
+            actions = super().get_actions(request)
+        else:
+            actions = super().get_actions(request, action_location=action_location)
         actions.pop("delete_selected", None)  # ours goes through the protocol
         return actions
 
