@@ -165,9 +165,21 @@ class LeaseQueueBackend(BaseTaskBackend):
         return results  # type: ignore[return-value]  (every slot is filled above)
 
     def _committed(self, enqueued: list[TaskResult], due: list[tuple[str, str]]) -> None:
-        """After the enqueue commits: Django's ``task_enqueued``, then wake workers."""
+        """After the enqueue commits: Django's ``task_enqueued``, then wake workers.
+
+        The jobs exist by now, so nothing here may raise into the caller: a failing receiver is
+        logged, and so is a Redis that cannot be reached (workers then find the jobs by polling).
+        """
+        sender = type(self)
         for result in enqueued:
-            task_enqueued.send(type(self), task_result=result)
+            for receiver, response in task_enqueued.send_robust(sender, task_result=result):
+                if isinstance(response, Exception):
+                    logger.error(
+                        "Receiver %r of task_enqueued failed for job %s (it is enqueued).",
+                        receiver,
+                        result.id,
+                        exc_info=response,
+                    )
         self.wakeups.push(due)
 
     def _new_job(

@@ -56,7 +56,9 @@ class Wakeups:
             for queue_name, ids in by_queue.items():
                 pipe.rpush(self.key(queue_name), *ids)
             pipe.execute()
-        except RedisError as exc:
+        except Exception as exc:
+            # Called after a commit, where nothing may raise to the caller: an outage, or a
+            # cache alias that is not django-redis, costs latency only.
             self._paused_until = time.monotonic() + _PAUSE_AFTER_FAILURE_SECONDS
             logger.warning(
                 "Redis unreachable (%s): %d job(s) enqueued in PostgreSQL woke no worker; "

@@ -38,6 +38,7 @@ class Supervisor:
         self.slots = [_Slot(i) for i in range(config.processes)]
         self.signals_received = 0
         self.hard_stop_at: float | None = None
+        self._killed: set[int | None] = set()
 
     def run(self) -> int:
         """Run until stopped (or, in burst mode, until every worker has drained); exit status."""
@@ -116,7 +117,9 @@ class Supervisor:
     def _kill_all(self) -> None:
         for slot in self.slots:
             if slot.process is not None and slot.process.is_alive():
-                logger.error("Worker process %d did not stop; killing it.", slot.index)
+                if slot.process.pid not in self._killed:  # one message per process
+                    self._killed.add(slot.process.pid)
+                    logger.error("Worker process %d did not stop; killing it.", slot.index)
                 slot.process.kill()
 
 

@@ -213,3 +213,29 @@ async def test_aenqueue_inserts_and_returns_the_result(backend):
     fetched = await backend.aget_result(result.id)
     assert (fetched.args, fetched.status) == ([2, 3], "READY")
     await sync_to_async(connections.close_all)()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_nothing_after_the_commit_raises_into_the_caller(settings, caplog):
+    """A cache alias that is not django-redis, and a task_enqueued receiver that fails: the
+    job is enqueued, the caller gets its result, and both problems are logged."""
+    from django_leasequeue.tasks_framework import task_enqueued
+
+    default = settings.TASKS["default"]
+    caches = {
+        **settings.CACHES,
+        "plain": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    }
+    tasks = {"default": {**default, "OPTIONS": {**default["OPTIONS"], "redis_alias": "plain"}}}
+
+    def broken_receiver(**kwargs):
+        raise RuntimeError("a receiver failed")
+
+    task_enqueued.connect(broken_receiver)
+    try:
+        with override_settings(CACHES=caches, TASKS=tasks), caplog.at_level(logging.WARNING):
+            result = add.enqueue(1, 2)
+    finally:
+        task_enqueued.disconnect(broken_receiver)
+    assert Job.objects.filter(pk=result.id).exists()
+    assert "woke no worker" in caplog.text and "a receiver failed" in caplog.text

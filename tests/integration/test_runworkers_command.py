@@ -24,3 +24,12 @@ def test_processes_and_concurrency_must_be_positive_whole_numbers(value):
         call_command("runworkers", "--processes", value)
     with pytest.raises(CommandError, match="is not a whole number of at least 1"):
         call_command("runworkers", "--concurrency", value)
+
+
+def test_runworkers_runs_the_backends_checks_and_refuses_to_start(settings):
+    default = settings.TASKS["default"]
+    settings.TASKS = {
+        "default": {**default, "OPTIONS": {**default["OPTIONS"], "redis_alias": "nowhere"}}
+    }
+    with pytest.raises(CommandError, match=r"leasequeue\.E003"):
+        call_command("runworkers", "--burst")
