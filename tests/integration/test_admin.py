@@ -3,6 +3,7 @@
 Real PostgreSQL and Redis; actions race real protocol statements in other threads.
 """
 
+import json
 import re
 import threading
 import time
@@ -634,3 +635,33 @@ def test_the_offered_filters_still_work(admin_client):
     failed = failed_job()
     response = admin_client.get(CHANGELIST, {"status__exact": "failed"})
     assert response.status_code == 200 and str(failed)[-8:] in response.content.decode()
+
+
+def test_a_large_payload_shows_a_preview_and_downloads_whole(admin_client, settings):
+    default = settings.TASKS["default"]
+    settings.TASKS = {
+        "default": {**default, "OPTIONS": {**default["OPTIONS"], "max_argument_bytes": None}}
+    }
+    big = "x" * 50_000
+    job_id = add.enqueue(big, 1).id
+    html = admin_client.get(change_url(job_id)).content.decode()
+    assert "The first 10000 of 50007 bytes." in html
+    assert big not in html and len(html) < 40_000 + 10_000
+    download = reverse("admin:leasequeue_job_payload", args=[job_id, "args"])
+    assert download in html
+    response = admin_client.get(download)
+    assert response.status_code == 200 and response["Content-Type"] == "application/json"
+    assert json.loads(response.content) == [big, 1]
+    assert (
+        admin_client.get(
+            reverse("admin:leasequeue_job_payload", args=[job_id, "errors"])
+        ).status_code
+        == 404
+    )
+
+
+def test_payload_downloads_need_the_view_permission(staff_client):
+    job_id = add.enqueue(1, 2).id
+    url = reverse("admin:leasequeue_job_payload", args=[job_id, "args"])
+    assert staff_client().get(url).status_code == 403
+    assert staff_client("view_job").get(url).status_code == 200
