@@ -494,6 +494,11 @@ def _swept(rows: list[Row]) -> list[SweptJob]:
     return [SweptJob(**row) for row in rows]
 
 
+def expire_worker_leases(worker_id: str) -> Statement[set[UUID]]:
+    """End the leases of a worker known to be dead (bumping their versions); returns the ids."""
+    return _statement("expire_worker_leases", _applied_ids, worker_id=worker_id)
+
+
 def recover_expired(*, limit: int, backoff_cap_seconds: float) -> Statement[list[SweptJob]]:
     return _statement(
         "recover_expired", _swept, limit=limit, backoff_cap_seconds=backoff_cap_seconds

@@ -8,6 +8,9 @@ import sys
 
 from django_leasequeue.runtime.config import WorkerConfig
 
+# The signal the supervisor sends a worker process to stop now (release its jobs at once).
+STOP_NOW = signal.SIGUSR1
+
 # The loggers of Django's Tasks framework (django.tasks on 6.x, the backport on 5.2).
 TASK_LOGGERS = ("django.tasks", "django_tasks")
 
@@ -29,7 +32,7 @@ def configure_logging(level: str, who: str) -> None:
         logging.getLogger(name).setLevel(per_job)
 
 
-def worker_main(config: WorkerConfig) -> None:
+def worker_main(config: WorkerConfig, worker_id: str | None = None) -> None:
     """Set up Django, run one Worker until it stops, and exit without waiting for job threads."""
     import django
 
@@ -37,7 +40,7 @@ def worker_main(config: WorkerConfig) -> None:
     configure_logging(config.log_level, f"worker {os.getpid()}")
     # Ctrl-C reaches the whole process group; only the supervisor's SIGTERM should stop us.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    code = asyncio.run(_run(config))
+    code = asyncio.run(_run(config, worker_id))
     logging.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()
@@ -46,7 +49,7 @@ def worker_main(config: WorkerConfig) -> None:
     os._exit(code)
 
 
-async def _run(config: WorkerConfig) -> int:
+async def _run(config: WorkerConfig, worker_id: str | None) -> int:
     # Imported here, not at the top: a spawned child imports this module to find worker_main
     # before Django is set up, and the app's modules need the settings.
     from django_leasequeue.backend import lease_queue_backend
@@ -58,7 +61,11 @@ async def _run(config: WorkerConfig) -> int:
     except InvalidTaskBackend as exc:
         logging.getLogger(__name__).error("%s", exc)
         return 2
-    worker = Worker(backend, config)
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, worker.request_stop)
+    worker = Worker(backend, config, worker_id)
+    loop = asyncio.get_running_loop()
+    # SIGTERM asks for a graceful stop (however many times it comes); the supervisor sends
+    # SIGUSR1 when its own second signal asks to stop now.
+    loop.add_signal_handler(signal.SIGTERM, worker.request_stop)
+    loop.add_signal_handler(STOP_NOW, worker.request_stop_now)
     await worker.run()
     return 1 if worker.failed else 0

@@ -1,15 +1,20 @@
 """The parent process of ``runworkers``: starts, restarts and stops the worker processes."""
 
+import contextlib
 import logging
 import multiprocessing
+import os
 import signal
 import time
 from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 from multiprocessing.process import BaseProcess
 
+from django_leasequeue import protocol
+from django_leasequeue.backend import lease_queue_backend
 from django_leasequeue.runtime.config import WorkerConfig
-from django_leasequeue.runtime.process import worker_main
+from django_leasequeue.runtime.process import STOP_NOW, worker_main
+from django_leasequeue.runtime.worker_id import new_worker_id
 
 logger = logging.getLogger(__name__)
 
@@ -29,6 +34,8 @@ class _Slot:
     started_at: float = 0.0
     failures: int = 0
     restart_at: float = field(default=0.0)
+    # The worker id the process runs under (its leases carry it).
+    worker_id: str | None = None
 
 
 class Supervisor:
@@ -64,13 +71,20 @@ class Supervisor:
         else:
             logger.warning("%s again: stopping workers now.", name)
             self.hard_stop_at = time.monotonic() + _KILL_AFTER_SECONDS
+        # A worker treats every SIGTERM as the same graceful request (systemd may send it to the
+        # whole group as well); only a second request here makes them stop now.
+        stop = signal.SIGTERM if self.signals_received == 1 else STOP_NOW
         for slot in self.slots:
             if slot.process is not None and slot.process.pid is not None:
-                slot.process.terminate()  # SIGTERM; a worker's second SIGTERM skips the grace
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(slot.process.pid, stop)
 
     def _start(self, slot: _Slot) -> None:
+        slot.worker_id = new_worker_id(suffix=f"w{slot.index}")
         process = self.context.Process(
-            target=worker_main, args=(self.config,), name=f"leasequeue-worker-{slot.index}"
+            target=worker_main,
+            args=(self.config, slot.worker_id),
+            name=f"leasequeue-worker-{slot.index}",
         )
         process.start()
         slot.process, slot.started_at = process, time.monotonic()
@@ -98,6 +112,7 @@ class Supervisor:
         slot.process = None
         if self.signals_received or (self.config.burst and code == 0):
             return 0 if code in (0, -signal.SIGTERM) else 1
+        self._expire_leases_of(slot)
         ran_for = now - slot.started_at
         slot.failures = 0 if ran_for > _HEALTHY_RUN_SECONDS else slot.failures + 1
         delay = _RESTART_DELAYS[min(max(slot.failures - 1, 0), len(_RESTART_DELAYS) - 1)]
@@ -110,6 +125,26 @@ class Supervisor:
         )
         slot.restart_at = now + delay
         return 0
+
+    def _expire_leases_of(self, slot: _Slot) -> None:
+        """A child that died holds leases nobody renews: end them now (fenced, by its worker
+        id), so that the recover sweep hands its jobs on within a sweep, not a whole lease."""
+        if slot.worker_id is None:
+            return
+        try:
+            database = lease_queue_backend(self.config.backend_alias).config.database
+            expired = protocol.execute(protocol.expire_worker_leases(slot.worker_id), database)
+        except Exception:  # the sweep recovers them when the leases run out
+            logger.exception(
+                "Could not end the leases of worker %s; they expire by themselves.", slot.worker_id
+            )
+            return
+        if expired:
+            logger.warning(
+                "Ended %d lease(s) of dead worker %s: their jobs go to another worker now.",
+                len(expired),
+                slot.worker_id,
+            )
 
     def _restarts_pending(self) -> bool:
         return not self.signals_received and any(slot.restart_at for slot in self.slots)

@@ -3,8 +3,6 @@
 import asyncio
 import contextlib
 import logging
-import os
-import socket
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -25,6 +23,7 @@ from django_leasequeue.runtime.execution import Outcome, execute, resolve
 from django_leasequeue.runtime.handle import JobHandle, StopReason
 from django_leasequeue.runtime.task_signals import TaskSignalDispatcher, wanted
 from django_leasequeue.runtime.threads import JobThreads
+from django_leasequeue.runtime.worker_id import new_worker_id
 from django_leasequeue.status import JobStatus
 from django_leasequeue.tasks_framework import (
     Task,
@@ -80,16 +79,14 @@ def fence_margin(lease_seconds: float) -> float:
     return max(0.2, 0.1 * lease_seconds)
 
 
-def new_worker_id() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
-
-
 class Worker:
-    def __init__(self, backend: LeaseQueueBackend, config: WorkerConfig) -> None:
+    def __init__(
+        self, backend: LeaseQueueBackend, config: WorkerConfig, worker_id: str | None = None
+    ) -> None:
         self.backend = backend
         self.backend_config = backend.config
         self.config = config
-        self.worker_id = new_worker_id()
+        self.worker_id = worker_id or new_worker_id()
         self.queues = None if config.queues is None else list(config.queues)
         # Redis lists to wait on: the named queues, or every queue the backend declares.
         self.wakeup_queues = self.queues or sorted(backend.queues)
@@ -137,14 +134,20 @@ class Worker:
     # Lifecycle
 
     def request_stop(self) -> None:
-        """First call: stop claiming and let jobs finish within grace. Second: stop now."""
-        if self.stopping.is_set():
-            logger.warning("Second stop signal: releasing in-flight jobs now.")
-            self.hard_stop.set()
-        else:
+        """Stop claiming and let jobs finish within grace. Asking again changes nothing: one
+        stop request may arrive twice (systemd signals the whole group, and so does the
+        supervisor)."""
+        if not self.stopping.is_set():
             logger.info("Stopping: no new claims, %d job(s) in flight.", len(self.inflight))
             self.stopping.set()
             self._slot_freed.set()
+
+    def request_stop_now(self) -> None:
+        """Stop now: release the in-flight jobs' leases for another worker at once."""
+        if not self.hard_stop.is_set():
+            logger.warning("Stopping now: releasing %d in-flight job(s).", len(self.inflight))
+        self.request_stop()
+        self.hard_stop.set()
 
     async def run(self) -> None:
         logger.info(
@@ -202,9 +205,7 @@ class Worker:
                     exc_info=task.exception(),
                 )
                 self.failed = True
-                if not self.stopping.is_set():
-                    self.request_stop()
-                self.request_stop()  # the second request: release the leases now
+                self.request_stop_now()
         claiming.result()
 
     async def _drain(self) -> None:

@@ -210,6 +210,13 @@ SET status = CASE WHEN status = 'running' THEN status ELSE 'cancelled' END,
 WHERE id = ANY(%(ids)s::uuid[]) AND status IN ('queued', 'retrying', 'running')
 RETURNING id, status;
 
+-- name: expire_worker_leases
+-- Supervisor: end at once the leases of a worker process it saw die; the sweep recovers the jobs.
+UPDATE leasequeue_job
+SET lease_expires_at = now() - interval '1 millisecond', lease_version = lease_version + 1
+WHERE worker_id = %(worker_id)s::text AND status = 'running'
+RETURNING id;
+
 -- name: recover_expired
 -- Sweep: expired leases become retrying (or failed when attempts are used up, cancelled if asked).
 WITH expired AS (

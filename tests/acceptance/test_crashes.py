@@ -210,3 +210,39 @@ def test_a_second_sigterm_stops_at_once_and_releases_the_jobs(start_workers):
     assert time.monotonic() - stopped_at < 10
     jobs = Job.objects.filter(pk__in=ids)
     assert {(job.status, job.attempt, len(job.worker_ids)) for job in jobs} == {("retrying", 0, 0)}
+
+
+def test_one_sigterm_to_the_whole_process_group_is_one_graceful_stop(start_workers):
+    """systemd's default KillMode=control-group sends SIGTERM to every process of the service:
+    each worker gets it from systemd and again from the supervisor, and that is still one stop
+    request. A job 3 s from done finishes instead of being released."""
+    job_id = async_sleep.enqueue(3.0).id
+    workers = start_workers("--concurrency", "2", "--grace", "30", options={"lease_seconds": 60})
+    wait_until(lambda: Job.objects.get(pk=job_id).status == "running", 20, "the job to run")
+    os.killpg(workers.process.pid, signal.SIGTERM)
+    assert workers.process.wait(30) == 0
+    job = Job.objects.get(pk=job_id)
+    assert (job.status, job.attempt) == ("succeeded", 1)
+    assert "Stopping now" not in workers.log()
+
+
+def test_a_worker_process_seen_dying_hands_its_jobs_on_within_seconds_not_a_lease(
+    start_workers,
+):
+    """The supervisor ends the leases of a child it saw die (kill -9): with 60 s leases, its
+    jobs run again within a few seconds."""
+    ids = [async_sleep.enqueue(30.0).id for _ in range(2)]
+    workers = start_workers("--concurrency", "10", options={"lease_seconds": 60})
+    wait_until(lambda: Job.objects.filter(pk__in=ids, status="running").count() == 2, 20, "jobs")
+    [child] = workers.wait_for_children(1)
+    killed_at = time.monotonic()
+    os.kill(child, signal.SIGKILL)
+    wait_until(
+        lambda: Job.objects.filter(pk__in=ids, status="running", attempt=2).count() == 2,
+        20,
+        "the jobs to run again",
+    )
+    recovered_in = time.monotonic() - killed_at
+    print(f"jobs of a killed worker running again after {recovered_in:.1f} s (lease: 60 s)")
+    assert recovered_in < 15
+    assert "Ended 2 lease(s) of dead worker" in workers.log()
