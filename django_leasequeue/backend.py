@@ -12,6 +12,7 @@ from django.db import DEFAULT_DB_ALIAS, transaction
 from django.utils import timezone
 
 from django_leasequeue import jsonargs, operations, protocol
+from django_leasequeue.calls import check_arguments, check_importable
 from django_leasequeue.checks import check_backend, check_job_database
 from django_leasequeue.conf import BackendConfig
 from django_leasequeue.exceptions import InvalidTaskArguments
@@ -196,6 +197,7 @@ class LeaseQueueBackend(BaseTaskBackend):
         args_json, kwargs_json = jsonargs.encode_arguments(
             defaults.task_path, args, kwargs, self.config.max_argument_bytes
         )
+        check_arguments(task, args, kwargs)
         return NewJob(
             job_id,
             task,
@@ -226,6 +228,7 @@ class LeaseQueueBackend(BaseTaskBackend):
         self.validate_task(task)
         if task.backend != self.alias:
             raise InvalidTask(f"Task {task.module_path} is for backend {task.backend!r}.")
+        check_importable(task)
         if not isinstance(task, LeaseTask):
             return _TaskDefaults(
                 task.module_path, self.config.max_attempts, None, self.config.backoff_seconds, False

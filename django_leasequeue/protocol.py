@@ -494,6 +494,15 @@ def _swept(rows: list[Row]) -> list[SweptJob]:
     return [SweptJob(**row) for row in rows]
 
 
+def due_by_queue() -> Statement[dict[str, int]]:
+    """``queue_name -> number of due, unclaimed jobs``."""
+    return _statement("due_by_queue", _due_counts)
+
+
+def _due_counts(rows: list[Row]) -> dict[str, int]:
+    return {row["queue_name"]: row["due"] for row in rows}
+
+
 def expire_worker_leases(worker_id: str) -> Statement[set[UUID]]:
     """End the leases of a worker known to be dead (bumping their versions); returns the ids."""
     return _statement("expire_worker_leases", _applied_ids, worker_id=worker_id)

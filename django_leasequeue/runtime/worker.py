@@ -263,12 +263,32 @@ class Worker:
                 continue
             if self.config.burst:
                 if not self.inflight:
-                    logger.info("Burst: nothing due is left; exiting.")
+                    await self._say_what_burst_leaves()
                     return
                 self._slot_freed.clear()
                 await self._slot_freed.wait()
             elif not self.use_wakeups or self._redis_down:
                 await self._sleep_unless_stopping(self.backend_config.poll_seconds)
+
+    async def _say_what_burst_leaves(self) -> None:
+        """A burst ends when its queues have nothing due; say so, and name the due jobs it
+        leaves in queues it does not serve (they wait for another worker)."""
+        due = await self.db.run(protocol.due_by_queue())
+        elsewhere = {
+            queue: count
+            for queue, count in due.items()
+            if self.queues is not None and queue not in self.queues
+        }
+        if not elsewhere:
+            logger.info("Burst: nothing due is left; exiting.")
+            return
+        logger.warning(
+            "Burst: nothing due is left in %s; exiting. %d due job(s) wait in queues this worker "
+            "does not serve: %s.",
+            ", ".join(self.queues or []),
+            sum(elsewhere.values()),
+            ", ".join(f"{queue} ({count})" for queue, count in sorted(elsewhere.items())),
+        )
 
     def _claim_by_ids(self, ids: list[uuid.UUID]) -> protocol.Statement[list[ClaimedJob]]:
         return protocol.claim_by_ids(

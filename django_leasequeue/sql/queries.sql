@@ -217,6 +217,12 @@ SET lease_expires_at = now() - interval '1 millisecond', lease_version = lease_v
 WHERE worker_id = %(worker_id)s::text AND status = 'running'
 RETURNING id;
 
+-- name: due_by_queue
+-- How many jobs are due and unclaimed, per queue (a burst says what it leaves behind).
+SELECT queue_name, count(*) AS due FROM leasequeue_job
+WHERE status IN ('queued', 'retrying') AND run_after <= now()
+GROUP BY queue_name;
+
 -- name: recover_expired
 -- Sweep: expired leases become retrying (or failed when attempts are used up, cancelled if asked).
 WITH expired AS (

@@ -69,7 +69,8 @@ def test_cancel_of_a_running_job_stops_it_at_the_next_heartbeat(start_workers, b
 def test_bad_jobs_fail_with_a_clear_reason_and_the_worker_goes_on(start_workers, backend):
     missing = Job.objects.create(task_path="tests.tasks.no_such_task", args=[], kwargs={})
     not_a_task = Job.objects.create(task_path="tests.tasks.not_a_task", args=[], kwargs={})
-    mismatch = add.enqueue(1).id  # add(a, b)
+    # add(a, b), with one argument: enqueue refuses it, so the row is written directly.
+    mismatch = str(Job.objects.create(task_path="tests.tasks.add", args=[1], kwargs={}).id)
     bad_return = returns_a_set.enqueue().id
     good = add.enqueue(2, 2).id
     run_burst(start_workers)
@@ -124,3 +125,15 @@ def test_django_task_signals_fire_in_the_worker(start_workers):
     quiet = add.enqueue(3, 4).id
     log = run_burst(start_workers)
     assert f"Task id={quiet}" not in log and "Burst: nothing due is left" in log
+
+
+def test_runworkers_names_the_queues_it_does_not_serve_and_what_burst_leaves(start_workers):
+    waiting = add.using(queue_name="other").enqueue(1, 1).id
+    served = add.enqueue(2, 2).id
+    workers = start_workers("--burst", "--queues", "default")
+    assert workers.process.wait(60) == 0
+    log = workers.log()
+    assert "not serving the declared queue(s) high, low, other" in log
+    assert "1 due job(s) wait in queues this worker does not serve: other (1)" in log
+    assert Job.objects.get(pk=served).status == "succeeded"
+    assert Job.objects.get(pk=waiting).status == "queued"

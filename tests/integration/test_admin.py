@@ -53,7 +53,7 @@ def _fail(lease, *, retryable: bool = False, message: str = "boom"):
 
 
 def failed_job(*args, worker: str = "w-fail") -> UUID:
-    claimed = claim_one(quick_retry.enqueue(*args).id, worker)
+    claimed = claim_one(quick_retry.enqueue(*(args or (0,))).id, worker)
     assert _fail(claimed.lease).status == "failed"
     return claimed.id
 
@@ -665,3 +665,10 @@ def test_payload_downloads_need_the_view_permission(staff_client):
     url = reverse("admin:leasequeue_job_payload", args=[job_id, "args"])
     assert staff_client().get(url).status_code == 403
     assert staff_client("view_job").get(url).status_code == 200
+
+
+def test_the_confirmation_button_names_the_action(admin_client):
+    job_id = add.enqueue(1, 2).id
+    data = {"action": "cancel_jobs", "index": 0, "_selected_action": [job_id]}
+    html = admin_client.post(CHANGELIST, data).content.decode()
+    assert 'value="Yes, cancel"' in html

@@ -239,3 +239,31 @@ def test_nothing_after_the_commit_raises_into_the_caller(settings, caplog):
         task_enqueued.disconnect(broken_receiver)
     assert Job.objects.filter(pk=result.id).exists()
     assert "woke no worker" in caplog.text and "a receiver failed" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "problem"),
+    [((1,), {}, "missing a required argument: 'b'"), ((1, 2, 3), {}, "too many positional")],
+)
+def test_arguments_that_do_not_fit_the_signature_are_refused_at_enqueue(
+    backend, args, kwargs, problem
+):
+    with pytest.raises(InvalidTaskArguments, match=problem):
+        add.enqueue(*args, **kwargs)
+    with pytest.raises(InvalidTaskArguments, match="unexpected keyword"):
+        add.enqueue(1, 2, c=3)
+    assert Job.objects.count() == 0
+
+
+def test_a_task_workers_could_not_import_is_refused_at_enqueue(backend):
+    from django_leasequeue import task
+
+    def typed_into_a_shell(x):
+        return x
+
+    # What a function typed into ``manage.py shell`` (or defined in a script) looks like.
+    typed_into_a_shell.__module__ = "__main__"
+    typed_into_a_shell.__qualname__ = "typed_into_a_shell"
+    with pytest.raises(InvalidTask, match="cannot be imported by workers"):
+        task(typed_into_a_shell).enqueue(1)
+    assert Job.objects.count() == 0

@@ -1,5 +1,6 @@
 """``manage.py runworkers``: parse the arguments, hand over to the runtime's supervisor."""
 
+import logging
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -72,6 +73,13 @@ class Command(BaseCommand):
             log_level=_LOG_LEVELS[options["verbosity"]],
         )
         configure_logging(config.log_level, "supervisor")
+        unserved = sorted(backend.queues - set(config.queues)) if config.queues else []
+        if unserved:
+            logging.getLogger(__name__).info(
+                "Serving queue(s) %s; not serving the declared queue(s) %s.",
+                ", ".join(config.queues),
+                ", ".join(unserved),
+            )
         exit_code = Supervisor(config).run()
         if exit_code:
             raise CommandError("A worker process failed.", returncode=exit_code)
