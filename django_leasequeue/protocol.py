@@ -184,6 +184,24 @@ def _by_id(rows: list[Row]) -> dict[str, Row]:
 
 def enqueue(jobs: Sequence[NewJob]) -> Statement[dict[str, Row]]:
     """Insert jobs; returns ``id -> {enqueued_at, run_after}`` of those inserted (not key-held)."""
+    if len(jobs) == 1:
+        [job] = jobs
+        return _statement(
+            "enqueue_one",
+            _by_id,
+            id=job.id,
+            task_path=job.task_path,
+            queue_name=job.task.queue_name,
+            priority=job.task.priority,
+            backend=job.task.backend,
+            args=job.args_json,
+            kwargs=job.kwargs_json,
+            run_after=job.task.run_after,
+            max_attempts=job.max_attempts,
+            timeout=job.timeout_seconds,
+            backoff=job.backoff_seconds,
+            unique_key=job.unique_key,
+        )
     return _statement(
         "enqueue",
         _by_id,

@@ -52,10 +52,15 @@ class Wakeups:
         if not by_queue or not self.enabled or time.monotonic() < self._paused_until:
             return False
         try:
-            pipe = self.client().pipeline(transaction=False)
-            for queue_name, ids in by_queue.items():
-                pipe.rpush(self.key(queue_name), *ids)
-            pipe.execute()
+            client = self.client()
+            if len(by_queue) == 1:  # one command needs no pipeline
+                [(queue_name, ids)] = by_queue.items()
+                client.rpush(self.key(queue_name), *ids)
+            else:
+                pipe = client.pipeline(transaction=False)
+                for queue_name, ids in by_queue.items():
+                    pipe.rpush(self.key(queue_name), *ids)
+                pipe.execute()
         except Exception as exc:
             # Called after a commit, where nothing may raise to the caller: an outage, or a
             # cache alias that is not django-redis, costs latency only.

@@ -20,6 +20,18 @@ ON CONFLICT (unique_key) WHERE status IN ('queued', 'retrying', 'running') AND u
 DO NOTHING
 RETURNING id, enqueued_at, run_after;
 
+-- name: enqueue_one
+-- Insert one job with scalar parameters (cheaper to send than one-element arrays); as enqueue.
+INSERT INTO leasequeue_job (id, task_path, queue_name, priority, backend, args, kwargs, run_after,
+                            max_attempts, timeout_seconds, backoff_seconds, unique_key)
+VALUES (%(id)s::uuid, %(task_path)s::text, %(queue_name)s::text, %(priority)s::smallint,
+        %(backend)s::text, %(args)s::jsonb, %(kwargs)s::jsonb,
+        coalesce(%(run_after)s::timestamptz, now()), %(max_attempts)s::integer,
+        %(timeout)s::float8, %(backoff)s::float8, %(unique_key)s::text)
+ON CONFLICT (unique_key) WHERE status IN ('queued', 'retrying', 'running') AND unique_key IS NOT NULL
+DO NOTHING
+RETURNING id, enqueued_at, run_after;
+
 -- name: database_now
 -- The database's clock (transaction time), stamped on rows written with COPY.
 SELECT now() AS now;
