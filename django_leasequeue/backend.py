@@ -19,6 +19,7 @@ from django_leasequeue.exceptions import InvalidTaskArguments
 from django_leasequeue.ids import uuid7_strs
 from django_leasequeue.protocol import NewJob
 from django_leasequeue.results import build_result, result_from_row
+from django_leasequeue.runtime.task_signals import send_task_signal
 from django_leasequeue.task import LeaseTask
 from django_leasequeue.tasks_framework import (
     BaseTaskBackend,
@@ -171,16 +172,8 @@ class LeaseQueueBackend(BaseTaskBackend):
         The jobs exist by now, so nothing here may raise into the caller: a failing receiver is
         logged, and so is a Redis that cannot be reached (workers then find the jobs by polling).
         """
-        sender = type(self)
         for result in enqueued:
-            for receiver, response in task_enqueued.send_robust(sender, task_result=result):
-                if isinstance(response, Exception):
-                    logger.error(
-                        "Receiver %r of task_enqueued failed for job %s (it is enqueued).",
-                        receiver,
-                        result.id,
-                        exc_info=response,
-                    )
+            send_task_signal(task_enqueued, type(self), result)
         self.wakeups.push(due)
 
     def _new_job(

@@ -14,18 +14,11 @@ from django.utils.translation import gettext as _
 from django_leasequeue.models import Job
 from django_leasequeue.progress.access import job_token
 from django_leasequeue.progress.events import WEBSOCKET_PATH, websockets_enabled
-from django_leasequeue.progress.state import JobState, job_state, load_job_state, missing_job_state
+from django_leasequeue.progress.state import job_state, load_job_state, missing_job_state
 from django_leasequeue.status import JobStatus
 from django_leasequeue.tasks_framework import TaskResult
 
 TEMPLATE = "leasequeue/progress.html"
-
-
-def state_of(job: Job | TaskResult | uuid.UUID | str) -> JobState:
-    if isinstance(job, Job):
-        return job_state(job.pk, job.status, job.progress, job.attempt)
-    job_id = uuid.UUID(str(job.id if isinstance(job, TaskResult) else job))
-    return load_job_state(job_id) or missing_job_state(job_id)
 
 
 def _job_id(job: Job | TaskResult | uuid.UUID | str) -> uuid.UUID | None:
@@ -45,7 +38,8 @@ def progress_bar_context(
 
     Something that cannot be a job id draws the bar of a job that does not exist.
     """
-    if _job_id(job) is None:
+    job_id = _job_id(job)
+    if job_id is None:
         return {
             "state": missing_job_state(""),
             "label": label or _("Job progress"),
@@ -56,8 +50,10 @@ def progress_bar_context(
             "websocket_path": "",
             "dom_id": f"leasequeue-missing-{uuid.uuid4().hex[:8]}",
         }
-    state = state_of(job)
-    job_id = state["job_id"]
+    if isinstance(job, Job):
+        state = job_state(job.pk, job.status, job.progress, job.attempt)
+    else:
+        state = load_job_state(job_id) or missing_job_state(job_id)
     return {
         "state": state,
         "label": label or _("Job progress"),

@@ -54,11 +54,17 @@ class TaskSignalDispatcher(Batcher[_Emission]):
 
     def _send(self, batch: list[_Emission]) -> None:
         for signal, task_result in batch:
-            for receiver, response in signal.send_robust(self._sender, task_result=task_result):
-                if isinstance(response, Exception):
-                    logger.error(
-                        "Receiver %r of a task signal failed for job %s.",
-                        receiver,
-                        task_result.id,
-                        exc_info=response,
-                    )
+            send_task_signal(signal, self._sender, task_result)
+
+
+def send_task_signal(signal: Signal, sender: type, task_result: TaskResult) -> None:
+    """Send a task signal; a receiver that fails is logged, never raised to the sender (the
+    job's state is committed already)."""
+    for receiver, response in signal.send_robust(sender, task_result=task_result):
+        if isinstance(response, Exception):
+            logger.error(
+                "Receiver %r of a task signal failed for job %s.",
+                receiver,
+                task_result.id,
+                exc_info=response,
+            )
