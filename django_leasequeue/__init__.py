@@ -9,6 +9,7 @@ from django_leasequeue.exceptions import (
     JobTimeout,
     LeaseExpired,
     LeaseLost,
+    QueueFull,
     UndecodableJob,
     UnknownTask,
 )
@@ -25,6 +26,7 @@ __all__ = [
     "LeaseExpired",
     "LeaseLost",
     "LeaseTask",
+    "QueueFull",
     "UndecodableJob",
     "UnknownTask",
     "fenced_atomic",

@@ -1,5 +1,6 @@
 """``LeaseQueueBackend``: the django.tasks backend that stores jobs in PostgreSQL."""
 
+import contextlib
 import json
 import logging
 from collections.abc import Iterable, Mapping, Sequence
@@ -16,6 +17,8 @@ from django_leasequeue.calls import check_arguments, check_importable
 from django_leasequeue.checks import check_backend, check_job_database
 from django_leasequeue.conf import BackendConfig
 from django_leasequeue.exceptions import InvalidTaskArguments
+from django_leasequeue.flow import backpressure
+from django_leasequeue.flow.limits import JobLimits, LimitError, TaskLimits
 from django_leasequeue.ids import uuid7_strs
 from django_leasequeue.protocol import NewJob
 from django_leasequeue.results import build_result, result_from_row
@@ -52,6 +55,8 @@ class _TaskDefaults(NamedTuple):
     timeout_seconds: float | None
     backoff_seconds: float
     keyed: bool
+    # The task's and its queue's flow-control limits; None when neither has any.
+    flow: TaskLimits | None
 
 
 class LeaseQueueBackend(BaseTaskBackend):
@@ -68,7 +73,7 @@ class LeaseQueueBackend(BaseTaskBackend):
 
     def __init__(self, alias: str, params: dict[str, Any]) -> None:
         super().__init__(alias, params)
-        self.config = BackendConfig.from_options(self.options)
+        self.config = BackendConfig.from_options(self.options, self.queues)
         self.wakeups = Wakeups(self.config.redis_alias, self.config.key_prefix)
 
     def validate_task(self, task: Task) -> None:
@@ -89,6 +94,10 @@ class LeaseQueueBackend(BaseTaskBackend):
             isinstance(task.unique_key, str) or callable(task.unique_key)
         ):
             raise InvalidTask("unique_key must be a string or a callable returning one.")
+        try:
+            TaskLimits.of(task)
+        except LimitError as exc:
+            raise InvalidTask(f"Task {task.module_path}: {exc}") from None
 
     def check(self, **kwargs: Any) -> list[Any]:
         job_databases = {backend.config.database for backend in lease_queue_backends()}
@@ -138,33 +147,58 @@ class LeaseQueueBackend(BaseTaskBackend):
             if run_after is None or run_after <= now:
                 due.append((job.task.queue_name, job.id))
 
-        # One INSERT (one round trip) for keyed jobs and for small batches; COPY, several times
-        # faster per row but two round trips, for the unkeyed jobs of a large batch.
+        # One INSERT (one round trip) for keyed or limited jobs and for small batches; COPY,
+        # several times faster per row but two round trips, for the other jobs of a large batch.
         small = len(new_jobs) < COPY_FROM
         inserts = [
-            (i, job) for i, job in enumerate(new_jobs) if small or job.unique_key is not None
+            (i, job)
+            for i, job in enumerate(new_jobs)
+            if small or job.unique_key is not None or job.limits is not None
         ]
-        if inserts:
-            inserted = protocol.execute(protocol.enqueue([job for _, job in inserts]), using)
-            existing = self._results_holding(
-                [job.unique_key for _, job in inserts if job.id not in inserted]
-            )
-            for index, job in inserts:
-                row = inserted.get(job.id)
-                if row is None:
-                    results[index] = existing[job.unique_key]
-                else:
-                    accept(index, job, row["enqueued_at"])
-        if len(inserts) < len(new_jobs):
-            with protocol.JobCopy(using) as copy:
-                write, enqueued_at = copy.write, copy.now
-                for index, job in enumerate(new_jobs):
-                    if job.unique_key is None:
-                        write(job)  # streams: the server stores rows while we go on
-                        accept(index, job, enqueued_at)
+        capped = backpressure.capped(new_jobs, self.config.queue_limits)
+        # A capped enqueue counts and inserts under its caps' locks, in one transaction.
+        with transaction.atomic(using=using) if capped else contextlib.nullcontext():
+            if capped:
+                self._refuse_past_caps(new_jobs, resolved)
+            if inserts:
+                inserted = protocol.execute(protocol.enqueue([job for _, job in inserts]), using)
+                existing = self._results_holding(
+                    [job.unique_key for _, job in inserts if job.id not in inserted]
+                )
+                for index, job in inserts:
+                    row = inserted.get(job.id)
+                    if row is None:
+                        results[index] = existing[job.unique_key]
+                    else:
+                        accept(index, job, row["enqueued_at"])
+            if len(inserts) < len(new_jobs):
+                with protocol.JobCopy(using) as copy:
+                    write, enqueued_at = copy.write, copy.now
+                    for index, job in enumerate(new_jobs):
+                        if job.unique_key is None and job.limits is None:
+                            write(job)  # streams: the server stores rows while we go on
+                            accept(index, job, enqueued_at)
         if enqueued:
             transaction.on_commit(partial(self._committed, enqueued, due), using=using)
         return results  # type: ignore[return-value]  (every slot is filled above)
+
+    def _refuse_past_caps(
+        self, new_jobs: list[NewJob], resolved: dict[int, "_TaskDefaults"]
+    ) -> None:
+        """Raise QueueFull (writing nothing) when the jobs would pass a max_pending cap."""
+        unique_keys = [job.unique_key for job in new_jobs if job.unique_key is not None]
+        held = (
+            protocol.execute(protocol.unfinished_by_unique_key(unique_keys), self.config.database)
+            if unique_keys
+            else {}
+        )
+        backpressure.check(
+            new_jobs,
+            {defaults.task_path: defaults.flow for defaults in resolved.values()},
+            self.config.queue_limits,
+            held,
+            self.config.database,
+        )
 
     def _committed(self, enqueued: list[TaskResult], due: list[tuple[str, str]]) -> None:
         """After the enqueue commits: Django's ``task_enqueued``, then wake workers.
@@ -203,7 +237,22 @@ class LeaseQueueBackend(BaseTaskBackend):
             defaults.timeout_seconds,
             defaults.backoff_seconds,
             self._unique_key(task, args, kwargs) if defaults.keyed else None,
+            self._job_limits(defaults, task, args, kwargs) if defaults.flow else None,
         )
+
+    def _job_limits(
+        self,
+        defaults: "_TaskDefaults",
+        task: Task,
+        args: Sequence[Any],
+        kwargs: Mapping[str, Any],
+    ) -> JobLimits | None:
+        try:
+            return defaults.flow.job_limits(
+                defaults.task_path, self.config.queue_limits.get(task.queue_name), args, kwargs
+            )
+        except LimitError as exc:
+            raise InvalidTaskArguments(f"Cannot enqueue {defaults.task_path}: {exc}") from None
 
     @staticmethod
     def _unique_key(task: LeaseTask, args: Sequence[Any], kwargs: Mapping[str, Any]) -> str:
@@ -222,16 +271,24 @@ class LeaseQueueBackend(BaseTaskBackend):
         if task.backend != self.alias:
             raise InvalidTask(f"Task {task.module_path} is for backend {task.backend!r}.")
         check_importable(task)
+        queue_limited = task.queue_name in self.config.queue_limits
         if not isinstance(task, LeaseTask):
             return _TaskDefaults(
-                task.module_path, self.config.max_attempts, None, self.config.backoff_seconds, False
+                task.module_path,
+                self.config.max_attempts,
+                None,
+                self.config.backoff_seconds,
+                False,
+                TaskLimits() if queue_limited else None,
             )
+        flow = TaskLimits.of(task)
         return _TaskDefaults(
             task.module_path,
             task.max_attempts or self.config.max_attempts,
             task.timeout,
             task.backoff_seconds or self.config.backoff_seconds,
             task.unique_key is not None,
+            flow if queue_limited or flow != TaskLimits() else None,
         )
 
     def _results_holding(self, unique_keys: list[str | None]) -> dict[str, TaskResult]:

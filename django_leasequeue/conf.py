@@ -3,10 +3,13 @@
 "Options" are what the user wrote; "config" is the parsed object the app reads.
 """
 
-from dataclasses import dataclass, fields
+from collections.abc import Collection
+from dataclasses import dataclass, field, fields
 from typing import Any, Self
 
 from django.core.exceptions import ImproperlyConfigured
+
+from django_leasequeue.flow.limits import LimitError, QueueLimit, parse_queue_limits
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -45,17 +48,32 @@ class BackendConfig:
     prepared_statements: bool = False
     # Largest JSON encoding of one job's arguments (and of its result); None = no limit.
     max_argument_bytes: int | None = 1024 * 1024
+    # Limits every job of a queue is held to: {"llm": {"concurrency": 2, "rate_limit": "30/m",
+    # "max_pending": 1000}} (see the Flow control docs). Parsed into QueueLimit per queue.
+    queue_limits: dict[str, QueueLimit] = field(default_factory=dict)
+    # While a worker has a backlog, once per this many seconds it claims the oldest due job
+    # first, whatever its priority: a low-priority job cannot starve under higher ones.
+    oldest_first_seconds: float = 1.0
 
     @classmethod
-    def from_options(cls, options: dict[str, Any]) -> Self:
-        """Build from an ``OPTIONS`` dict, refusing unknown keys and wrong types."""
+    def from_options(cls, options: dict[str, Any], queues: Collection[str] = ()) -> Self:
+        """Build from an ``OPTIONS`` dict, refusing unknown keys and wrong types; ``queues`` are
+        the backend's declared ``QUEUES`` (empty: any queue), which ``queue_limits`` must name."""
         known = {f.name: f for f in fields(cls)}
         unknown = sorted(set(options) - set(known))
         if unknown:
             raise ImproperlyConfigured(
                 f"Unknown leasequeue OPTIONS {unknown}; valid keys are {sorted(known)}."
             )
+        options = dict(options)
+        if "queue_limits" in options:
+            try:
+                options["queue_limits"] = parse_queue_limits(options["queue_limits"], set(queues))
+            except LimitError as exc:
+                raise ImproperlyConfigured(f"leasequeue OPTIONS: {exc}") from None
         for name, value in options.items():
+            if name == "queue_limits":
+                continue
             problem = _value_problem(name, value, known[name].default)
             if problem:
                 raise ImproperlyConfigured(

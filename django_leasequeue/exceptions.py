@@ -29,3 +29,28 @@ class UndecodableJob(Exception):
 
 class UnknownTask(Exception):
     """Recorded when a job's task path does not import to a task; the job fails without retry."""
+
+
+class QueueFull(Exception):
+    """An enqueue refused by backpressure: the task's, the key's or the queue's ``max_pending``
+    unfinished jobs already wait. Nothing of the enqueue was written.
+
+    ``task`` is the task path (None when the queue's cap refused it), ``queue`` the queue name,
+    ``key`` the task's ``max_pending_key`` value (None without one), ``cap`` the limit and
+    ``pending`` the unfinished jobs found.
+    """
+
+    def __init__(
+        self, *, task: str | None, queue: str, key: str | None, cap: int, pending: int
+    ) -> None:
+        self.task, self.queue, self.key, self.cap, self.pending = task, queue, key, cap, pending
+        if task is None:
+            what = f"queue {queue!r} holds {pending} unfinished job(s)"
+            limit = f'queue_limits["{queue}"]["max_pending"] = {cap}'
+        elif key is None:
+            what = f"task {task} has {pending} unfinished job(s)"
+            limit = f"max_pending={cap}"
+        else:
+            what = f"task {task} has {pending} unfinished job(s) for key {key!r}"
+            limit = f"max_pending={cap} per max_pending_key"
+        super().__init__(f"Queue full: {what} ({limit}); nothing was enqueued.")

@@ -74,18 +74,49 @@ class Job(models.Model):
     progress = models.JSONField(null=True, blank=True)
     checkpoint = TolerantJSONField(null=True, blank=True)
 
+    # Flow control (NULL: no limit). ``limits`` lists every limit the job is held to, each with
+    # its key; ``flow_key`` is the claim partition the limited claim goes round-robin over;
+    # ``concurrency_key`` is counted over running jobs, ``pending_key`` over unfinished ones.
+    limits = models.JSONField(null=True, blank=True)
+    flow_key = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001
+    concurrency_key = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001
+    pending_key = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001
+
     class Meta:
         verbose_name = _("job")
         verbose_name_plural = _("jobs")
         indexes = [
             # In claim order, so a claim reads the first rows instead of sorting the backlog;
             # queue names are filtered during the walk (one index serves any set of queues).
+            # Jobs held to limits are left out: the limited claim walks them by partition.
             models.Index(
                 models.F("priority").desc(),
                 "run_after",
                 "id",
                 name="leasequeue_job_claim_order",
-                condition=models.Q(status__in=JobStatus.claimable()),
+                condition=models.Q(status__in=JobStatus.claimable(), flow_key__isnull=True),
+            ),
+            # The limited claim: partitions by a loose index scan, then each one's head in
+            # claim order.
+            models.Index(
+                "flow_key",
+                models.F("priority").desc(),
+                "run_after",
+                "id",
+                name="leasequeue_job_flow_order",
+                condition=models.Q(status__in=JobStatus.claimable(), flow_key__isnull=False),
+            ),
+            # Running jobs per concurrency key: a cap is checked by counting at most cap rows.
+            models.Index(
+                fields=["concurrency_key"],
+                name="leasequeue_job_concurrency",
+                condition=models.Q(status=JobStatus.RUNNING, concurrency_key__isnull=False),
+            ),
+            # Unfinished jobs per max_pending key, counted at enqueue.
+            models.Index(
+                fields=["pending_key"],
+                name="leasequeue_job_pending",
+                condition=models.Q(status__in=JobStatus.unfinished(), pending_key__isnull=False),
             ),
             models.Index(
                 fields=["queue_name"],
@@ -127,3 +158,22 @@ class Job(models.Model):
 
     def __str__(self) -> str:
         return f"{self.task_path} [{self.status}] {self.id}"
+
+
+class RateBucket(models.Model):
+    """The state of one rate limit (GCRA): the theoretical arrival time of the next start.
+
+    Kept in PostgreSQL, written in the claim's transaction: a start and its token are one commit,
+    so losing or flushing Redis cannot raise the rate.
+    """
+
+    key = models.CharField(max_length=255, primary_key=True)
+    tat = models.DateTimeField()
+
+    class Meta:
+        db_table = "leasequeue_rate_bucket"
+        verbose_name = _("rate bucket")
+        verbose_name_plural = _("rate buckets")
+
+    def __str__(self) -> str:
+        return f"{self.key}: next start at {self.tat:%H:%M:%S.%f}"

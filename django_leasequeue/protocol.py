@@ -17,6 +17,7 @@ import psycopg
 from django.db import connections
 
 from django_leasequeue import jsonargs
+from django_leasequeue.flow.limits import JobLimits
 from django_leasequeue.sql import QUERIES, Query
 from django_leasequeue.status import JobStatus
 from django_leasequeue.tasks_framework import Task
@@ -59,6 +60,7 @@ class NewJob(NamedTuple):
     timeout_seconds: float | None
     backoff_seconds: float
     unique_key: str | None
+    limits: JobLimits | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,7 +203,9 @@ def enqueue(jobs: Sequence[NewJob]) -> Statement[dict[str, Row]]:
             timeout=job.timeout_seconds,
             backoff=job.backoff_seconds,
             unique_key=job.unique_key,
+            **_limit_columns(job.limits),
         )
+    limits = [_limit_columns(job.limits) for job in jobs]
     return _statement(
         "enqueue",
         _by_id,
@@ -217,7 +221,25 @@ def enqueue(jobs: Sequence[NewJob]) -> Statement[dict[str, Row]]:
         timeouts=[job.timeout_seconds for job in jobs],
         backoffs=[job.backoff_seconds for job in jobs],
         unique_keys=[job.unique_key for job in jobs],
+        limits=[columns["limits"] for columns in limits],
+        flow_keys=[columns["flow_key"] for columns in limits],
+        concurrency_keys=[columns["concurrency_key"] for columns in limits],
+        pending_keys=[columns["pending_key"] for columns in limits],
     )
+
+
+_NO_LIMITS = dict.fromkeys(("limits", "flow_key", "concurrency_key", "pending_key"))
+
+
+def _limit_columns(limits: JobLimits | None) -> dict[str, str | None]:
+    if limits is None:
+        return _NO_LIMITS
+    return {
+        "limits": json.dumps(limits.limits) if limits.limits else None,
+        "flow_key": limits.flow_key,
+        "concurrency_key": limits.concurrency_key,
+        "pending_key": limits.pending_key,
+    }
 
 
 class JobCopy:
@@ -271,10 +293,17 @@ def _claimed(rows: list[Row]) -> list[ClaimedJob]:
 
 
 def claim_by_ids(
-    ids: Sequence[UUID], *, worker_id: str, lease_seconds: float
+    ids: Sequence[UUID], *, worker_id: str, lease_seconds: float, limited: bool = False
 ) -> Statement[list[ClaimedJob]]:
+    """Claim these jobs if still claimable; jobs held to limits only when ``limited`` (the
+    limited claim, inside the transaction of ``flow_candidates``, with its locks held)."""
     return _statement(
-        "claim_by_ids", _claimed, ids=list(ids), worker_id=worker_id, lease_seconds=lease_seconds
+        "claim_by_ids",
+        _claimed,
+        ids=list(ids),
+        worker_id=worker_id,
+        lease_seconds=lease_seconds,
+        limited=limited,
     )
 
 
@@ -534,6 +563,124 @@ def recover_expired(*, limit: int, backoff_cap_seconds: float) -> Statement[list
 
 def stale_due_jobs(*, older_than_seconds: float, limit: int) -> Statement[list[Row]]:
     return _statement("stale_due_jobs", _rows, older_than_seconds=older_than_seconds, limit=limit)
+
+
+# Flow control
+
+
+@dataclass(frozen=True, slots=True)
+class FlowCandidate:
+    """A due job held to limits, as a limited claim considers it."""
+
+    id: UUID
+    flow_key: str
+    queue_name: str
+    limits: list[dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class FlowCandidates:
+    """The heads of the flow partitions looked at, and which limit keys this claim has locked."""
+
+    jobs: list[FlowCandidate]
+    locked_keys: frozenset[str]
+
+
+def _flow_candidates(rows: list[Row]) -> FlowCandidates:
+    jobs = [
+        FlowCandidate(row["id"], row["flow_key"], row["queue_name"], json.loads(row["limits"]))
+        for row in rows
+    ]
+    return FlowCandidates(jobs, frozenset(rows[0]["locked_keys"]) if rows else frozenset())
+
+
+def flow_candidates(
+    queues: Sequence[str] | None, *, after: str, partitions: int, per_partition: int
+) -> Statement[FlowCandidates]:
+    """Only inside a transaction: the locks it takes are held until it ends."""
+    return _statement(
+        "flow_candidates",
+        _flow_candidates,
+        queues=None if queues is None else list(queues),
+        after=after,
+        partitions=partitions,
+        per_partition=per_partition,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class FlowUsage:
+    """What limits use now: running jobs per concurrency key and per queue, each rate bucket's
+    theoretical arrival time (None: never used), and the database's clock."""
+
+    running: dict[str, int]
+    queue_running: dict[str, int]
+    tats: dict[str, datetime | None]
+    now: datetime | None
+
+
+def _flow_usage(rows: list[Row]) -> FlowUsage:
+    usage = FlowUsage({}, {}, {}, rows[0]["now"] if rows else None)
+    for row in rows:
+        if row["kind"] == "concurrency":
+            usage.running[row["key"]] = row["running"]
+        elif row["kind"] == "queue":
+            usage.queue_running[row["key"]] = row["running"]
+        else:
+            usage.tats[row["key"]] = row["tat"]
+    return usage
+
+
+def flow_usage(
+    *, concurrency_keys: Iterable[str], queues: Iterable[str], rate_keys: Iterable[str]
+) -> Statement[FlowUsage]:
+    return _statement(
+        "flow_usage",
+        _flow_usage,
+        concurrency_keys=sorted(concurrency_keys),
+        queues=sorted(queues),
+        rate_keys=sorted(rate_keys),
+    )
+
+
+def store_rate_buckets(tats: dict[str, datetime]) -> Statement[list[Row]]:
+    """Only inside the transaction of ``flow_candidates``, with its locks held."""
+    keys = sorted(tats)
+    return _statement("store_rate_buckets", _rows, keys=keys, tats=[tats[key] for key in keys])
+
+
+def oldest_due_job(queues: Sequence[str] | None) -> Statement[UUID | None]:
+    return _statement(
+        "oldest_due_job",
+        _first_id,
+        queues=None if queues is None else list(queues),
+    )
+
+
+def _first_id(rows: list[Row]) -> UUID | None:
+    return rows[0]["id"] if rows else None
+
+
+def lock_pending_keys(keys: Iterable[str]) -> Statement[list[Row]]:
+    """Only inside a transaction: waits for, then holds until it ends, each key's enqueue lock."""
+    return _statement("lock_pending_keys", _rows, keys=sorted(keys))
+
+
+def pending_counts(
+    keys: Iterable[str], queues: Iterable[str]
+) -> Statement[dict[tuple[str, str], int]]:
+    """Unfinished jobs per max_pending key, as ``("task", key)``, and per queue, as
+    ``("queue", name)``."""
+    return _statement("pending_counts", _pending_by_key, keys=sorted(keys), queues=sorted(queues))
+
+
+def _pending_by_key(rows: list[Row]) -> dict[tuple[str, str], int]:
+    return {(row["kind"], row["key"]): row["pending"] for row in rows}
+
+
+def flow_overview(*, limit: int) -> Statement[list[Row]]:
+    """The busiest flow partitions: ``{flow_key, running, waiting, limits}`` (limits as JSON)."""
+    return _statement("flow_overview", _rows, limit=limit)
 
 
 def execute[T](statement: Statement[T], using: str = "default") -> T:

@@ -13,21 +13,32 @@ from django_leasequeue.tasks_framework import (
 from django_leasequeue.tasks_framework import task as django_task
 
 UniqueKey = str | Callable[..., str] | None
+# A flow-control key: a callable given the job's arguments, returning the key's name.
+LimitKey = Callable[..., str] | None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LeaseTask(Task):
-    """A Django Task with retry policy, timeout and unique key.
+    """A Django Task with retry policy, timeout, unique key and flow-control limits.
 
     ``None`` means "the backend's default" (``OPTIONS``) for max_attempts and backoff_seconds,
-    and "no limit" / "no key" for timeout and unique_key. ``unique_key`` is a string, or a
-    callable given the call's ``*args, **kwargs`` that returns one.
+    and "no limit" / "no key" for the rest. ``unique_key`` is a string, or a callable given the
+    call's ``*args, **kwargs`` that returns one. The flow-control options (see the "Flow control"
+    docs) cap running jobs (``concurrency``), starts per period (``rate_limit``, e.g. "10/s") and
+    unfinished jobs (``max_pending``) across every worker; each ``*_key`` callable, given the
+    job's arguments, splits its cap per key.
     """
 
     max_attempts: int | None = None
     timeout: float | None = None
     backoff_seconds: float | None = None
     unique_key: UniqueKey = None
+    concurrency: int | None = None
+    concurrency_key: LimitKey = None
+    rate_limit: str | None = None
+    rate_limit_key: LimitKey = None
+    max_pending: int | None = None
+    max_pending_key: LimitKey = None
 
     def using(
         self,
@@ -40,8 +51,13 @@ class LeaseTask(Task):
         timeout: float | None = None,
         backoff_seconds: float | None = None,
         unique_key: UniqueKey = None,
+        **limits: Any,
     ) -> "LeaseTask":
-        """Create a new task with modified defaults (Django's options plus ours)."""
+        """Create a new task with modified defaults (Django's options plus ours, flow-control
+        limits included)."""
+        unknown = sorted(set(limits) - set(FLOW_OPTIONS))
+        if unknown:
+            raise TypeError(f"using() got unknown options {unknown}.")
         task = Task.using(
             self, priority=priority, queue_name=queue_name, run_after=run_after, backend=backend
         )
@@ -50,6 +66,7 @@ class LeaseTask(Task):
             "timeout": timeout,
             "backoff_seconds": backoff_seconds,
             "unique_key": unique_key,
+            **limits,
         }
         changes = {name: value for name, value in extra.items() if value is not None}
         return replace(task, **changes) if changes else task
@@ -58,6 +75,17 @@ class LeaseTask(Task):
         if callable(self.unique_key):
             return str(self.unique_key(*args, **kwargs))
         return self.unique_key
+
+
+# The flow-control options, as ``using()`` accepts them by name.
+FLOW_OPTIONS = (
+    "concurrency",
+    "concurrency_key",
+    "rate_limit",
+    "rate_limit_key",
+    "max_pending",
+    "max_pending_key",
+)
 
 
 def task(
@@ -71,6 +99,12 @@ def task(
     timeout: float | None = None,
     backoff_seconds: float | None = None,
     unique_key: UniqueKey = None,
+    concurrency: int | None = None,
+    concurrency_key: LimitKey = None,
+    rate_limit: str | None = None,
+    rate_limit_key: LimitKey = None,
+    max_pending: int | None = None,
+    max_pending_key: LimitKey = None,
 ) -> Any:
     """Django's ``@task`` with our options; needs a LeaseQueueBackend as ``backend``."""
     return django_task(
@@ -83,4 +117,10 @@ def task(
         timeout=timeout,
         backoff_seconds=backoff_seconds,
         unique_key=unique_key,
+        concurrency=concurrency,
+        concurrency_key=concurrency_key,
+        rate_limit=rate_limit,
+        rate_limit_key=rate_limit_key,
+        max_pending=max_pending,
+        max_pending_key=max_pending_key,
     )

@@ -10,6 +10,7 @@ wakeups for due jobs nobody claimed. So every Redis failure here is logged and s
 import logging
 import time
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from django_redis import get_redis_connection
 from redis.exceptions import RedisError, ResponseError
@@ -75,20 +76,29 @@ class Wakeups:
         return True
 
     def pop(self, queue_names: Sequence[str], max_count: int, timeout: float) -> list[bytes]:
-        """Block up to ``timeout`` for a wakeup, then take up to ``max_count`` ids at once.
+        """Block up to ``timeout`` for a wakeup, then take up to ``max_count`` ids at once;
+        ``timeout=0`` takes what is there without waiting.
 
-        One round trip (``BLMPOP``) on Redis 7; two (``BLPOP`` then ``LPOP``) on older servers.
-        Raises RedisError when Redis is unreachable; the worker then polls PostgreSQL.
+        One round trip (``BLMPOP``, or ``LMPOP`` without waiting) on Redis 7; two (``BLPOP``
+        then ``LPOP``) on older servers. Raises RedisError when Redis is unreachable; the worker
+        then polls PostgreSQL.
         """
         client = self.client()
         keys = [self.key(name) for name in queue_names]
         if self._multi_pop:
             try:
-                popped = client.blmpop(timeout, len(keys), *keys, direction="LEFT", count=max_count)
+                if timeout > 0:
+                    popped = client.blmpop(
+                        timeout, len(keys), *keys, direction="LEFT", count=max_count
+                    )
+                else:
+                    popped = client.lmpop(len(keys), *keys, direction="LEFT", count=max_count)
             except ResponseError:  # unknown command: Redis older than 7
                 self._multi_pop = False
             else:
                 return popped[1] if popped else []
+        if timeout <= 0:
+            return _pop_now(client, keys, max_count)
         popped = client.blpop(keys, timeout=timeout)
         if popped is None:
             return []
@@ -159,3 +169,12 @@ def wakeups_of_backend(alias: str) -> Wakeups | None:
         return None  # not configured in this process: its workers find the jobs by polling
     wakeups = getattr(backend, "wakeups", None)
     return wakeups if isinstance(wakeups, Wakeups) else None
+
+
+def _pop_now(client: Any, keys: list[str], max_count: int) -> list[bytes]:
+    """Without waiting: up to ``max_count`` ids from the first non-empty list (Redis < 7)."""
+    for key in keys:
+        popped = client.lpop(key, max_count)
+        if popped:
+            return popped
+    return []

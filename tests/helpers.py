@@ -1,5 +1,6 @@
 """Small helpers shared by the integration tests."""
 
+import asyncio
 import threading
 import time
 from collections.abc import Callable
@@ -81,3 +82,19 @@ def run_in_threads(count: int, target: Callable[[int], object]) -> list[object]:
     if errors:
         raise errors[0]
     return results
+
+
+def claim_limited(free: int = 10, worker_id: str = "w", lease_seconds: float = 30.0) -> list:
+    """One round of the worker's limited claim, on a connection of its own."""
+    from django_leasequeue.runtime.database import Database
+    from django_leasequeue.runtime.flow_claims import FlowClaimer
+
+    async def claim() -> list:
+        db = Database("default", prepared_statements=False, name=worker_id, lease_seconds=30)
+        try:
+            claimer = FlowClaimer(db, None, worker_id=worker_id, lease_seconds=lease_seconds)
+            return await claimer.claim(free)
+        finally:
+            await db.close()
+
+    return asyncio.run(claim())

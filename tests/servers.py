@@ -25,6 +25,16 @@ class RedisServer:
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
+    def caches(self) -> dict:
+        """``CACHES`` pointing the default cache at this server (for ``override_settings``)."""
+        return {
+            "default": {
+                "BACKEND": "django_redis.cache.RedisCache",
+                "LOCATION": self.url,
+                "OPTIONS": {"SOCKET_CONNECT_TIMEOUT": 0.5, "SOCKET_TIMEOUT": 2},
+            }
+        }
+
     def start(self) -> "RedisServer":
         binary = shutil.which("redis-server")
         if binary is None:

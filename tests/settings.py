@@ -68,10 +68,12 @@ CACHES = {
 TASKS = {
     "default": {
         "BACKEND": "django_leasequeue.backend.LeaseQueueBackend",
-        "QUEUES": ["default", "high", "low", "other"],
+        "QUEUES": ["default", "high", "low", "other", "llm"],
         # Crash tests start workers with short leases through LEASEQUEUE_OPTIONS (JSON).
         "OPTIONS": {
             "key_prefix": "lqtest",
+            # A model service taking two calls at once, a thousand waiting at most.
+            "queue_limits": {"llm": {"concurrency": 2, "max_pending": 1000}},
             **json.loads(os.environ.get("LEASEQUEUE_OPTIONS", "{}")),
         },
     }

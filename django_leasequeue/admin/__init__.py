@@ -43,7 +43,8 @@ from django_leasequeue.admin.filters import (
     TaskFilter,
 )
 from django_leasequeue.admin.pagination import EstimatedCountPaginator
-from django_leasequeue.backend import job_database
+from django_leasequeue.backend import job_database, lease_queue_backends
+from django_leasequeue.flow import usage as flow_usage
 from django_leasequeue.models import Job
 from django_leasequeue.progress.widget import TEMPLATE as PROGRESS_TEMPLATE
 from django_leasequeue.progress.widget import progress_bar_context
@@ -255,12 +256,27 @@ class JobAdmin(admin.ModelAdmin):
     ) -> HttpResponse:
         if any("\x00" in value for values in request.GET.lists() for value in values[1]):
             return HttpResponseBadRequest(_("A filter value contains a NUL character."))
-        summary = protocol.execute(protocol.queue_summary(), job_database())
+        using = job_database()
+        summary = protocol.execute(protocol.queue_summary(), using)
         for row in summary:
             age = row["oldest_due_age"]
             row["oldest_due"] = show.duration(age) if age is not None else show.EMPTY
             row["backlogged"] = age is not None and age.total_seconds() > 60
-        return super().changelist_view(request, {**(extra_context or {}), "summary": summary})
+        queue_limits = _queue_limits()
+        context = {
+            "summary": summary,
+            "flow_partitions": flow_usage.overview(using, queue_limits),
+            "queue_limits": flow_usage.queue_limit_rows(queue_limits, using),
+        }
+        return super().changelist_view(request, {**(extra_context or {}), **context})
+
+    def get_changelist_instance(self, request: HttpRequest) -> Any:
+        """The page's jobs, each told why it waits when a limit holds it (one query)."""
+        changelist = super().get_changelist_instance(request)
+        reasons = flow_usage.waiting_reasons(changelist.result_list, job_database())
+        for job in changelist.result_list:
+            job.waiting_reason = reasons.get(job.pk, "")
+        return changelist
 
     # Columns
 
@@ -285,7 +301,16 @@ class JobAdmin(admin.ModelAdmin):
 
     @admin.display(description=_("status"))
     def status_display(self, job: Job) -> SafeString:
-        return show.status_badge(job.status, job.cancel_requested)
+        """The status, and for a job a limit holds back, why it waits."""
+        badge = show.status_badge(job.status, job.cancel_requested)
+        reason = getattr(job, "waiting_reason", None)
+        if reason is None:  # the detail page: this one job
+            reason = flow_usage.waiting_reasons([job], job_database()).get(job.pk, "")
+        return (
+            format_html('{}<span class="lq-note lq-waiting">{}</span>', badge, reason)
+            if reason
+            else badge
+        )
 
     @admin.display(description=_("attempt"))
     def attempts(self, job: Job) -> str:
@@ -458,3 +483,11 @@ class JobAdmin(admin.ModelAdmin):
         if request.method == "GET" and action.confirm:
             return confirmation_page(self, request, action, [job.pk], bulk=False)
         return HttpResponseNotAllowed(["POST"])
+
+
+def _queue_limits() -> dict:
+    """Every lease-queue backend's queue limits (the admin lists them together)."""
+    limits = {}
+    for backend in lease_queue_backends():
+        limits.update(backend.config.queue_limits)
+    return limits

@@ -3,6 +3,8 @@
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable
+from functools import partial
 
 import psycopg
 
@@ -35,18 +37,30 @@ class Database:
         self._abandoned: set[asyncio.Task] = set()
 
     async def run[T](self, statement: protocol.Statement[T]) -> T:
+        return await self._retrying(partial(protocol.aexecute, statement), statement.query.name)
+
+    async def transaction[T](
+        self, work: Callable[[psycopg.AsyncConnection], Awaitable[T]], name: str
+    ) -> T:
+        """Run ``work`` (several statements) in one transaction; on a lost connection or a
+        deadlock it was rolled back whole, and runs again."""
+        return await self._retrying(partial(_in_transaction, work), name)
+
+    async def _retrying[T](
+        self, work: Callable[[psycopg.AsyncConnection], Awaitable[T]], name: str
+    ) -> T:
         attempt = 0
         while True:
             conn = await self._connection()
             try:
-                return await protocol.aexecute(statement, conn)
+                return await work(conn)
             except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure) as exc:
                 # The statement was rolled back whole (autocommit): running it again is safe.
                 # Heartbeats and completions of one worker lock the same rows on two
                 # connections; ids are sent sorted, which makes this rare, not impossible.
                 if attempt >= _DEADLOCK_RETRIES:
                     raise
-                logger.info("%s on %s: running it again.", type(exc).__name__, statement.query.name)
+                logger.info("%s on %s: running it again.", type(exc).__name__, name)
                 attempt += 1
                 continue
             except psycopg.OperationalError as exc:
@@ -56,7 +70,7 @@ class Database:
                 logger.warning(
                     "PostgreSQL connection %s lost during %s (%s); reconnecting in %.2fs.",
                     self.name,
-                    statement.query.name,
+                    name,
                     exc,
                     delay,
                 )
@@ -102,3 +116,10 @@ class Database:
         if self._conn is not None:
             await self._conn.close()
             self._conn = None
+
+
+async def _in_transaction[T](
+    work: Callable[[psycopg.AsyncConnection], Awaitable[T]], conn: psycopg.AsyncConnection
+) -> T:
+    async with conn.transaction():
+        return await work(conn)

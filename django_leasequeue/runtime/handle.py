@@ -47,6 +47,8 @@ class JobHandle:
         self.watched = False
         # Monotonic time by which the worker must confirm a renewal or stop the job itself.
         self.fence_deadline = float("inf")
+        # Whether the job is held to flow-control limits (its end may let another one start).
+        self.limited = False
         self._publish = publish
         self._progress_interval = progress_interval
         self._last_progress_at = 0.0

@@ -20,6 +20,7 @@ from django_leasequeue.runtime.config import WorkerConfig
 from django_leasequeue.runtime.context import JobContext
 from django_leasequeue.runtime.database import Database
 from django_leasequeue.runtime.execution import Outcome, execute, resolve
+from django_leasequeue.runtime.flow_claims import FlowClaimer
 from django_leasequeue.runtime.handle import JobHandle, StopReason
 from django_leasequeue.runtime.task_signals import TaskSignalDispatcher, wanted
 from django_leasequeue.runtime.threads import JobThreads
@@ -112,6 +113,18 @@ class Worker:
         # Set when a service task died: the process exits non-zero, to be restarted.
         self.failed = False
         self.completions = CompletionBatcher(self.db)
+        # Jobs held to limits are claimed apart, under their limits' locks.
+        self.flow = FlowClaimer(
+            self.db,
+            self.queues,
+            worker_id=self.worker_id,
+            lease_seconds=self.backend_config.lease_seconds,
+        )
+        # Whether limited jobs may be claimable: set at start, on every poll, when a wakeup
+        # names a job the unlimited claim did not take, and when a limited job here ends.
+        self._flow_due = True
+        # When this worker last claimed the oldest due job ahead of priority order (fairness).
+        self._oldest_claimed_at = time.monotonic()
         self.inflight: dict[uuid.UUID, JobHandle] = {}
         self.runners: set[asyncio.Task] = set()
         self.threads = JobThreads(config.concurrency, "leasequeue-job")
@@ -239,15 +252,29 @@ class Worker:
                 await self._sleep_unless_stopping(self.backend_config.poll_seconds)
                 continue
             sent_at = time.monotonic()
-            if self.use_wakeups and time.monotonic() >= self._redis_retry_at:
-                popped = await self._pop_wakeups(free)
+            if self._limited_claim_due(sent_at):
+                self._flow_due = False
+                claimed = await self.flow.claim(free)
+                if claimed:
+                    self._start_batch(claimed, sent_at, limited=True)
+                    continue
+            if backlog and self._oldest_first_due(sent_at):
+                claimed = await self._claim_oldest()
+            # A job held back by a rate limit may start before a wait on Redis would end: Redis
+            # times a blocked pop out up to 100 ms late, so take what is there and wait here.
+            rate_soon = self._wait_seconds() < self.backend_config.poll_seconds
+            if not claimed and self.use_wakeups and time.monotonic() >= self._redis_retry_at:
+                popped = await self._pop_wakeups(free, 0 if rate_soon else self._wait_seconds())
                 # Garbage popped counts as woken: no poll (and no claim) for it.
                 woken = popped is not None and popped.count > 0
                 if popped is not None and popped.ids:
                     claimed = await self.db.run(self._claim_by_ids(popped.ids))
+                    # A woken job not claimed may be one held to limits (or already taken).
+                    self._flow_due |= len(claimed) < len(popped.ids)
             poll_due = time.monotonic() - last_poll >= self.backend_config.poll_seconds
             if not claimed and (not woken or poll_due):
                 last_poll = time.monotonic()
+                self._flow_due = True
                 claimed = await self.db.run(
                     protocol.claim_batch(
                         self.queues,
@@ -256,19 +283,47 @@ class Worker:
                         lease_seconds=self.backend_config.lease_seconds,
                     )
                 )
+                if len(claimed) == free:
+                    self._flow_due = False  # a full claim: no slot left for limited jobs
             backlog = len(claimed) >= free
             if claimed:
                 self._start_batch(claimed, sent_at)
             if claimed or woken:
                 continue
             if self.config.burst:
-                if not self.inflight:
+                if not self.inflight and self.flow.wake_at is None:
                     await self._say_what_burst_leaves()
                     return
                 self._slot_freed.clear()
-                await self._slot_freed.wait()
-            elif not self.use_wakeups or self._redis_down:
-                await self._sleep_unless_stopping(self.backend_config.poll_seconds)
+                await self._wait_for_slot_or_rate()
+            elif not self.use_wakeups or self._redis_down or rate_soon:
+                await self._sleep_unless_stopping(self._wait_seconds())
+
+    def _limited_claim_due(self, now: float) -> bool:
+        wake_at = self.flow.wake_at
+        return self._flow_due or (wake_at is not None and now >= wake_at)
+
+    def _wait_seconds(self) -> float:
+        """How long an idle claimer may wait: a poll interval, or less when a job held back by a
+        rate limit may start sooner (nothing wakes the worker then but its own clock)."""
+        wait = self.backend_config.poll_seconds
+        if self.flow.wake_at is not None:
+            wait = min(wait, max(0.001, self.flow.wake_at - time.monotonic()))
+        return wait
+
+    async def _wait_for_slot_or_rate(self) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._slot_freed.wait(), self._wait_seconds())
+
+    def _oldest_first_due(self, now: float) -> bool:
+        """While claims come back full (a backlog), every ``oldest_first_seconds`` the oldest due
+        job goes first, whatever its priority: no job starves under a stream of higher ones."""
+        return now - self._oldest_claimed_at >= self.backend_config.oldest_first_seconds
+
+    async def _claim_oldest(self) -> list[ClaimedJob]:
+        self._oldest_claimed_at = time.monotonic()
+        oldest = await self.db.run(protocol.oldest_due_job(self.queues))
+        return [] if oldest is None else await self.db.run(self._claim_by_ids([oldest]))
 
     async def _say_what_burst_leaves(self) -> None:
         """A burst ends when its queues have nothing due; say so, and name the due jobs it
@@ -295,8 +350,9 @@ class Worker:
             ids, worker_id=self.worker_id, lease_seconds=self.backend_config.lease_seconds
         )
 
-    async def _pop_wakeups(self, count: int) -> "_Popped | None":
-        """Ids popped from Redis (garbage dropped); None when Redis is unreachable."""
+    async def _pop_wakeups(self, count: int, timeout: float) -> "_Popped | None":
+        """Ids popped from Redis within ``timeout`` (0: only those there now; garbage dropped);
+        None when Redis is unreachable."""
         loop = asyncio.get_running_loop()
         try:
             raw = await loop.run_in_executor(
@@ -304,7 +360,7 @@ class Worker:
                 self.backend.wakeups.pop,
                 self.wakeup_queues,
                 count,
-                self.backend_config.poll_seconds,
+                timeout,
             )
         except RedisError as exc:
             if not self._redis_down:
@@ -329,8 +385,11 @@ class Worker:
 
     # Running
 
-    def _start_batch(self, claimed: list[ClaimedJob], sent_at: float) -> None:
-        """One runner task per claimed job; whether task signals are wanted is read once."""
+    def _start_batch(
+        self, claimed: list[ClaimedJob], sent_at: float, *, limited: bool = False
+    ) -> None:
+        """One runner task per claimed job; whether task signals are wanted is read once.
+        ``limited``: jobs held to limits, whose end may let another limited job start."""
         deadline = sent_at + self.backend_config.lease_seconds - self.fence_margin
         sender = type(self.backend)
         self._send_started = wanted(task_started, sender)
@@ -347,6 +406,7 @@ class Worker:
             )
             handle.watched = watched
             handle.fence_deadline = deadline
+            handle.limited = limited
             self.inflight[job.id] = handle
             runner = asyncio.create_task(self._run(handle), name=f"job-{job.id}")
             self.runners.add(runner)
@@ -414,6 +474,7 @@ class Worker:
         finally:
             handle.cancel_timers()
             del self.inflight[job.id]
+            self._flow_due |= handle.limited
             self._slot_freed.set()
 
     async def _after_stop(self, handle: JobHandle, task: Task) -> None:

@@ -7,15 +7,20 @@
 -- name: enqueue
 -- Insert jobs from column arrays in one statement; a unique key an unfinished job holds is skipped.
 INSERT INTO leasequeue_job (id, task_path, queue_name, priority, backend, args, kwargs, run_after,
-                            max_attempts, timeout_seconds, backoff_seconds, unique_key)
+                            max_attempts, timeout_seconds, backoff_seconds, unique_key, limits,
+                            flow_key, concurrency_key, pending_key)
 SELECT id, task_path, queue_name, priority, backend, args, kwargs, coalesce(run_after, now()),
-       max_attempts, timeout_seconds, backoff_seconds, unique_key
+       max_attempts, timeout_seconds, backoff_seconds, unique_key, limits, flow_key,
+       concurrency_key, pending_key
 FROM unnest(%(ids)s::uuid[], %(task_paths)s::text[], %(queue_names)s::text[],
             %(priorities)s::smallint[], %(backends)s::text[], %(args)s::jsonb[],
             %(kwargs)s::jsonb[], %(run_afters)s::timestamptz[], %(max_attempts)s::integer[],
-            %(timeouts)s::float8[], %(backoffs)s::float8[], %(unique_keys)s::text[])
+            %(timeouts)s::float8[], %(backoffs)s::float8[], %(unique_keys)s::text[],
+            %(limits)s::jsonb[], %(flow_keys)s::text[], %(concurrency_keys)s::text[],
+            %(pending_keys)s::text[])
      AS new(id, task_path, queue_name, priority, backend, args, kwargs, run_after, max_attempts,
-            timeout_seconds, backoff_seconds, unique_key)
+            timeout_seconds, backoff_seconds, unique_key, limits, flow_key, concurrency_key,
+            pending_key)
 ON CONFLICT (unique_key) WHERE status IN ('queued', 'retrying', 'running') AND unique_key IS NOT NULL
 DO NOTHING
 RETURNING id, enqueued_at, run_after;
@@ -23,11 +28,13 @@ RETURNING id, enqueued_at, run_after;
 -- name: enqueue_one
 -- Insert one job with scalar parameters (cheaper to send than one-element arrays); as enqueue.
 INSERT INTO leasequeue_job (id, task_path, queue_name, priority, backend, args, kwargs, run_after,
-                            max_attempts, timeout_seconds, backoff_seconds, unique_key)
+                            max_attempts, timeout_seconds, backoff_seconds, unique_key, limits,
+                            flow_key, concurrency_key, pending_key)
 VALUES (%(id)s::uuid, %(task_path)s::text, %(queue_name)s::text, %(priority)s::smallint,
         %(backend)s::text, %(args)s::jsonb, %(kwargs)s::jsonb,
         coalesce(%(run_after)s::timestamptz, now()), %(max_attempts)s::integer,
-        %(timeout)s::float8, %(backoff)s::float8, %(unique_key)s::text)
+        %(timeout)s::float8, %(backoff)s::float8, %(unique_key)s::text, %(limits)s::jsonb,
+        %(flow_key)s::text, %(concurrency_key)s::text, %(pending_key)s::text)
 ON CONFLICT (unique_key) WHERE status IN ('queued', 'retrying', 'running') AND unique_key IS NOT NULL
 DO NOTHING
 RETURNING id, enqueued_at, run_after;
@@ -42,7 +49,7 @@ COPY leasequeue_job (id, task_path, queue_name, priority, backend, args, kwargs,
                      enqueued_at, max_attempts, timeout_seconds, backoff_seconds) FROM STDIN;
 
 -- name: claim_by_ids
--- Wakeup path: compare-and-swap claim of the woken jobs that are still claimable and due.
+-- Compare-and-swap claim of these jobs if still claimable and due: unlimited ones (wakeup path), or also limited ones when %(limited)s (the limited claim, under its locks).
 UPDATE leasequeue_job
 SET status = 'running',
     worker_id = %(worker_id)s::text,
@@ -56,15 +63,16 @@ SET status = 'running',
 WHERE id = ANY(%(ids)s::uuid[])
   AND status IN ('queued', 'retrying')
   AND run_after <= now()
+  AND (flow_key IS NULL OR %(limited)s::boolean)
 RETURNING id, task_path, queue_name, priority, backend, args, kwargs, attempt, max_attempts,
           lease_version, timeout_seconds, backoff_seconds, checkpoint, enqueued_at, started_at,
           last_attempted_at, worker_ids, errors;
 
 -- name: claim_batch
--- Poll path: claim up to %(limit)s::integer due jobs of the given queues (NULL = all) in priority order.
+-- Poll path: claim up to %(limit)s::integer due unlimited jobs of the given queues (NULL = all) in priority order.
 WITH picked AS (
     SELECT id FROM leasequeue_job
-    WHERE status IN ('queued', 'retrying')
+    WHERE status IN ('queued', 'retrying') AND flow_key IS NULL
       AND (%(queues)s::text[] IS NULL OR queue_name = ANY(%(queues)s::text[]))
       AND run_after <= now()
     ORDER BY priority DESC, run_after, id
@@ -267,9 +275,9 @@ WHERE job.id = expired.id
 RETURNING job.id, job.status, job.queue_name;
 
 -- name: stale_due_jobs
--- Sweep: due claimable jobs nobody claimed for a while, to get a wakeup again.
+-- Sweep: due unlimited jobs nobody claimed for a while, to get a wakeup again (limited ones wait by design).
 SELECT id, queue_name FROM leasequeue_job
-WHERE status IN ('queued', 'retrying')
+WHERE status IN ('queued', 'retrying') AND flow_key IS NULL
   AND run_after <= now() - make_interval(secs => %(older_than_seconds)s::float8)
 ORDER BY priority DESC, run_after, id
 LIMIT %(limit)s::integer;
@@ -379,3 +387,124 @@ WHERE id IN (
     FOR UPDATE SKIP LOCKED
 )
 RETURNING id;
+
+-- Flow control. A limited claim is one transaction: flow_candidates takes the limits' locks (and
+-- says which it got), flow_usage then reads what those limits use (its snapshot starts after the
+-- locks, so every earlier claim under them is visible), then store_rate_buckets records the starts
+-- the worker admitted and claim_by_ids (limited) claims them. Locks are transaction-level advisory locks on (1279677507, hashtext(key)): a claimer
+-- that cannot take one skips those jobs instead of waiting.
+
+-- name: flow_candidates
+-- Limited claim: the due heads of up to %(partitions)s::integer flow partitions after %(after)s, round-robin, with the locks taken on their limits.
+WITH RECURSIVE partitions AS (
+    (SELECT flow_key FROM leasequeue_job
+     WHERE status IN ('queued', 'retrying') AND flow_key > %(after)s::text AND run_after <= now()
+       AND (%(queues)s::text[] IS NULL OR queue_name = ANY(%(queues)s::text[]))
+     ORDER BY flow_key LIMIT 1)
+    UNION ALL
+    SELECT (SELECT job.flow_key FROM leasequeue_job AS job
+            WHERE job.status IN ('queued', 'retrying') AND job.flow_key > partitions.flow_key
+              AND job.run_after <= now()
+              AND (%(queues)s::text[] IS NULL OR job.queue_name = ANY(%(queues)s::text[]))
+            ORDER BY job.flow_key LIMIT 1)
+    FROM partitions
+    WHERE partitions.flow_key IS NOT NULL
+), candidates AS (
+    SELECT head.id, head.flow_key, head.queue_name, head.limits, head.priority, head.run_after
+    FROM (SELECT flow_key FROM partitions WHERE flow_key IS NOT NULL
+          LIMIT %(partitions)s::integer) AS chosen
+    CROSS JOIN LATERAL (
+        SELECT id, flow_key, queue_name, limits, priority, run_after FROM leasequeue_job
+        WHERE status IN ('queued', 'retrying') AND flow_key = chosen.flow_key
+          AND run_after <= now()
+          AND (%(queues)s::text[] IS NULL OR queue_name = ANY(%(queues)s::text[]))
+        ORDER BY priority DESC, run_after, id
+        LIMIT %(per_partition)s::integer
+    ) AS head
+), locked AS MATERIALIZED (
+    SELECT key FROM (SELECT DISTINCT item->>'key' AS key
+                     FROM candidates, jsonb_array_elements(candidates.limits) AS item) AS keys
+    WHERE pg_try_advisory_xact_lock(1279677507, hashtext(key))
+)
+SELECT id, flow_key, queue_name, limits::text AS limits,
+       coalesce((SELECT array_agg(key) FROM locked), '{}') AS locked_keys
+FROM candidates
+ORDER BY flow_key, priority DESC, run_after, id;
+
+-- name: flow_usage
+-- Limited claim and admin: running jobs per concurrency key and per capped queue, each rate bucket's next start, and now().
+SELECT 'concurrency' AS kind, key,
+       (SELECT count(*) FROM leasequeue_job
+        WHERE status = 'running' AND concurrency_key = key AND lease_expires_at > now()) AS running,
+       NULL::timestamptz AS tat, now() AS now
+FROM unnest(%(concurrency_keys)s::text[]) AS key
+UNION ALL
+SELECT 'queue', queue,
+       (SELECT count(*) FROM leasequeue_job
+        WHERE status = 'running' AND queue_name = queue AND lease_expires_at > now()),
+       NULL, now()
+FROM unnest(%(queues)s::text[]) AS queue
+UNION ALL
+SELECT 'rate', key, NULL, (SELECT tat FROM leasequeue_rate_bucket AS bucket WHERE bucket.key = keys.key),
+       now()
+FROM unnest(%(rate_keys)s::text[]) AS keys(key);
+
+-- name: store_rate_buckets
+-- Limited claim: the rate buckets' theoretical arrival times after the starts it admitted.
+INSERT INTO leasequeue_rate_bucket (key, tat)
+SELECT * FROM unnest(%(keys)s::text[], %(tats)s::timestamptz[])
+ON CONFLICT (key) DO UPDATE SET tat = excluded.tat;
+
+-- name: oldest_due_job
+-- Fairness: the unlimited due job waiting longest, whatever its priority (one index probe per priority present).
+WITH RECURSIVE priorities AS (
+    (SELECT priority FROM leasequeue_job
+     WHERE status IN ('queued', 'retrying') AND flow_key IS NULL
+     ORDER BY priority DESC LIMIT 1)
+    UNION ALL
+    SELECT (SELECT job.priority FROM leasequeue_job AS job
+            WHERE job.status IN ('queued', 'retrying') AND job.flow_key IS NULL
+              AND job.priority < priorities.priority
+            ORDER BY job.priority DESC LIMIT 1)
+    FROM priorities
+    WHERE priorities.priority IS NOT NULL
+)
+SELECT head.id FROM priorities
+CROSS JOIN LATERAL (
+    SELECT id, run_after FROM leasequeue_job
+    WHERE status IN ('queued', 'retrying') AND flow_key IS NULL
+      AND priority = priorities.priority AND run_after <= now()
+      AND (%(queues)s::text[] IS NULL OR queue_name = ANY(%(queues)s::text[]))
+    ORDER BY priority DESC, run_after, id
+    LIMIT 1
+) AS head
+ORDER BY head.run_after, head.id
+LIMIT 1;
+
+-- name: lock_pending_keys
+-- Backpressure: take (waiting) the enqueue locks of these max_pending keys, held until the caller's transaction ends.
+SELECT count(pg_advisory_xact_lock(1279677520, hashtext(key))) AS locked
+FROM unnest(%(keys)s::text[]) AS key;
+
+-- name: pending_counts
+-- Backpressure: unfinished jobs per max_pending key and per capped queue (read after lock_pending_keys).
+SELECT 'task' AS kind, key, (SELECT count(*) FROM leasequeue_job
+                            WHERE pending_key = key
+                              AND status IN ('queued', 'retrying', 'running')) AS pending
+FROM unnest(%(keys)s::text[]) AS key
+UNION ALL
+SELECT 'queue', queue, (SELECT count(*) FROM leasequeue_job
+                        WHERE queue_name = queue AND status IN ('queued', 'retrying', 'running'))
+FROM unnest(%(queues)s::text[]) AS queue;
+
+-- name: flow_overview
+-- Admin: the busiest flow partitions now, with their running and waiting jobs and the limits of one of them.
+SELECT flow_key,
+       count(*) FILTER (WHERE status = 'running') AS running,
+       count(*) FILTER (WHERE status IN ('queued', 'retrying')) AS waiting,
+       (array_agg(limits::text))[1] AS limits
+FROM leasequeue_job
+WHERE status IN ('queued', 'retrying', 'running') AND flow_key IS NOT NULL
+GROUP BY flow_key
+ORDER BY count(*) FILTER (WHERE status = 'running') DESC, count(*) DESC, flow_key
+LIMIT %(limit)s::integer;

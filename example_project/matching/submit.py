@@ -3,10 +3,9 @@
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from django_leasequeue import JobStatus
+from django_leasequeue import JobStatus, QueueFull
 from django_leasequeue.models import Job
 from example_project.matching import limits
 from example_project.matching.models import MatchRequest, Project
@@ -34,31 +33,32 @@ class Submission:
 
 
 def submit(user, projects: Iterable[Project]) -> Submission:
-    """Enqueue one job per project not already in progress, unless it would pass the cap.
+    """Enqueue one job per project not already in progress, all or none.
 
-    The user's row is locked so that two submissions of one user (two tabs, a double click)
-    count unfinished jobs one after the other. The jobs are inserted in this transaction and
-    signalled to the workers when it commits.
+    The task's ``max_pending`` cap, per user, refuses a submission that would pass it with
+    QueueFull, race-free (two tabs, a double click): the backend counts and inserts under the
+    user's key lock. The jobs are signalled to the workers when the transaction commits.
     """
-    cap = limits.max_unfinished_jobs()
+    projects = list(projects)
+    capped = compute_match.using(max_pending=limits.max_unfinished_jobs())
+    held = unfinished_keys(user.pk)
+    already_running = sum(unique_key(user.pk, p.pk) in held for p in projects)
+    # unique_key: a project whose job is unfinished gets that same job back, not a new one.
+    calls = [
+        (capped.using(unique_key=unique_key(user.pk, p.pk)), (user.pk, p.pk), {}) for p in projects
+    ]
     with transaction.atomic():
-        get_user_model().objects.select_for_update().get(pk=user.pk)
-        held = unfinished_keys(user.pk)
-        projects = list(projects)
-        new = [p for p in projects if unique_key(user.pk, p.pk) not in held]
-        if len(held) + len(new) > cap:
+        try:
+            results = capped.get_backend().enqueue_many(calls)
+        except QueueFull as full:
             return Submission(
-                already_running=len(projects) - len(new),
+                already_running=already_running,
                 refused_because=(
-                    f"You have {len(held)} unfinished job(s) and asked for {len(new)} more; "
-                    f"at most {cap} may be unfinished at once. Wait for some to finish, "
-                    "or pick fewer projects."
+                    f"You have {full.pending} unfinished job(s) and asked for "
+                    f"{len(projects) - already_running} more; at most {full.cap} may be "
+                    "unfinished at once. Wait for some to finish, or pick fewer projects."
                 ),
             )
-        for project in projects:
-            # unique_key: a project whose job is unfinished gets that same job back, not a new one.
-            result = compute_match.using(unique_key=unique_key(user.pk, project.pk)).enqueue(
-                user.pk, project.pk
-            )
+        for project, result in zip(projects, results, strict=True):
             MatchRequest.objects.get_or_create(user=user, project=project, job_id=result.id)
-        return Submission(created=len(new), already_running=len(projects) - len(new))
+    return Submission(created=len(projects) - already_running, already_running=already_running)

@@ -44,7 +44,15 @@ def step_points(user_id: int, project: Project, step: int) -> float:
     return 4 + digest[0] % 7  # 4..10: everybody matches a little
 
 
-@task(takes_context=True, max_attempts=3, backoff_seconds=1, timeout=120)
+@task(
+    takes_context=True,
+    max_attempts=3,
+    backoff_seconds=1,
+    timeout=120,
+    # At most this many unfinished jobs per user (submit() sets the cap from settings).
+    max_pending=5,
+    max_pending_key=lambda user_id, project_id: f"user:{user_id}",
+)
 async def compute_match(context: JobContext, user_id: int, project_id: int) -> dict[str, Any]:
     project = await Project.objects.aget(pk=project_id)
     saved = context.last_checkpoint or {}

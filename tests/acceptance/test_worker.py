@@ -133,7 +133,7 @@ def test_runworkers_names_the_queues_it_does_not_serve_and_what_burst_leaves(sta
     workers = start_workers("--burst", "--queues", "default")
     assert workers.process.wait(60) == 0
     log = workers.log()
-    assert "not serving the declared queue(s) high, low, other" in log
+    assert "not serving the declared queue(s) high, llm, low, other" in log
     assert "1 due job(s) wait in queues this worker does not serve: other (1)" in log
     assert Job.objects.get(pk=served).status == "succeeded"
     assert Job.objects.get(pk=waiting).status == "queued"

@@ -1,0 +1,138 @@
+"""The limited claim against the real database: caps hold under concurrent claimers, a slot comes
+back when its lease expires, a rate bucket spaces starts, and unlimited claims leave limited jobs
+alone."""
+
+import asyncio
+import json
+import time
+
+import pytest
+from django.db import connection
+
+from django_leasequeue import protocol
+from django_leasequeue.models import Job
+from django_leasequeue.runtime.database import Database
+from django_leasequeue.runtime.flow_claims import FlowClaimer
+from tests import flow_tasks
+from tests.helpers import try_claim, try_claim_batch
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _claimer(name: str, lease_seconds: float = 30) -> FlowClaimer:
+    db = Database("default", prepared_statements=False, name=name, lease_seconds=lease_seconds)
+    return FlowClaimer(db, None, worker_id=name, lease_seconds=lease_seconds)
+
+
+async def _race(claimers: list[FlowClaimer], free: int) -> list[list]:
+    try:
+        return await asyncio.gather(*(claimer.claim(free) for claimer in claimers))
+    finally:
+        for claimer in claimers:
+            await claimer.db.close()
+
+
+def _running(**filters) -> int:
+    return Job.objects.filter(status="running", **filters).count()
+
+
+def test_concurrent_claimers_never_pass_a_concurrency_cap(backend):
+    backend.enqueue_many([(flow_tasks.capped, (n, 0), {}) for n in range(40)])
+    for _ in range(10):  # ten rounds of eight claimers on eight connections at once
+        asyncio.run(_race([_claimer(f"racer-{i}") for i in range(8)], free=5))
+        assert _running() == 2
+
+
+def test_keyed_caps_hold_per_key_and_every_key_gets_its_slot(backend):
+    backend.enqueue_many(
+        [(flow_tasks.per_user, (user_id, n, 0), {}) for n in range(10) for user_id in range(5)]
+    )
+    for _ in range(3):
+        asyncio.run(_race([_claimer(f"racer-{i}") for i in range(4)], free=10))
+    running = Job.objects.filter(status="running")
+    keys = list(running.values_list("concurrency_key", flat=True))
+    assert sorted(keys) == [f"task:tests.flow_tasks.per_user:user:{u}" for u in range(5)]
+
+
+def test_claimers_starting_at_different_partitions_share_one_queue_cap(backend):
+    """Each claimer's round-robin starts at another user's jobs, so their candidates differ:
+    only the queue's lock keeps the llm queue at two running calls."""
+    backend.enqueue_many(
+        [(flow_tasks.llm_call, (user_id, n, 0), {}) for n in range(4) for user_id in range(6)]
+    )
+    for _ in range(5):
+        claimers = [_claimer(f"racer-{i}") for i in range(6)]
+        for i, claimer in enumerate(claimers):
+            claimer._after = f"task:tests.flow_tasks.llm_call:user:{i - 1}" if i else ""
+        asyncio.run(_race(claimers, free=1))
+        assert _running(queue_name="llm") == 2
+
+
+def test_a_slot_comes_back_when_its_holders_lease_expires(backend):
+    first, second = (flow_tasks.single_slot.enqueue(n, 0).id for n in range(2))
+    [held] = asyncio.run(_race([_claimer("doomed", lease_seconds=0.3)], free=5))[0]
+    assert str(held.id) == first
+    assert asyncio.run(_race([_claimer("rescuer")], free=5)) == [[]]
+    time.sleep(0.4)  # the holder was killed: its lease runs out, and its slot with it
+    [[taken]] = asyncio.run(_race([_claimer("rescuer")], free=5))
+    assert str(taken.id) == second
+
+
+def test_a_rate_limit_spaces_starts_and_says_when_the_next_may_come(backend):
+    ids = [flow_tasks.rated.enqueue(n).id for n in range(3)]
+    claimer = _claimer("rater")
+
+    async def two_claims():
+        try:
+            first = await claimer.claim(5)
+            second = await claimer.claim(5)
+            return first, second, claimer.wake_at
+        finally:
+            await claimer.db.close()
+
+    asked_at = time.monotonic()
+    first, second, wake_at = asyncio.run(two_claims())
+    assert [str(job.id) for job in first] == ids[:1]
+    assert second == []
+    # 10/s: the next start is due 0.1 s after the first, less half an interval of tolerance.
+    assert 0.0 < wake_at - asked_at <= 0.1
+    [bucket_key] = Job.objects.filter(pk=ids[0]).values_list("flow_key", flat=True)
+    assert bucket_key == "task:tests.flow_tasks.rated"
+
+
+def test_unlimited_claims_leave_limited_jobs_to_the_limited_claim(backend):
+    limited = flow_tasks.capped.enqueue(1, 0).id
+    plain = flow_tasks.unlimited.enqueue(1).id
+    assert try_claim([limited]) == []
+    assert [str(job.id) for job in try_claim_batch()] == [plain]
+    [[claimed]] = asyncio.run(_race([_claimer("flow")], free=5))
+    assert str(claimed.id) == limited
+
+
+def test_the_limited_claim_reads_a_handful_of_rows_of_a_big_backlog(backend):
+    """10,000 queued jobs of a concurrency=2 task: the claim walks the flow index (no sort of the
+    backlog), reading a few rows per partition."""
+    backend.enqueue_many([(flow_tasks.capped, (n, 0), {}) for n in range(10_000)])
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE leasequeue_job")
+        cursor.execute("BEGIN")
+        statement = protocol.flow_candidates(None, after="", partitions=20, per_partition=10)
+        cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {statement.query.sql}", statement.params)
+        [[[plan]]] = cursor.fetchall()
+        cursor.execute("ROLLBACK")
+    nodes = list(_nodes(plan["Plan"]))
+    scans = [node for node in nodes if node.get("Index Name") == "leasequeue_job_flow_order"]
+    assert scans, json.dumps(plan)[:2000]
+    assert not [
+        node
+        for node in nodes
+        if node.get("Relation Name") == "leasequeue_job" and "Index" not in node["Node Type"]
+    ]
+    rows_read = sum(node["Actual Rows"] * node["Actual Loops"] for node in scans)
+    assert rows_read <= 50, rows_read
+
+
+def _nodes(node):
+    yield node
+    for child in node.get("Plans", []):
+        yield from _nodes(child)
