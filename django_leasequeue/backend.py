@@ -17,6 +17,7 @@ from django_leasequeue.checks import check_backend, check_job_database
 from django_leasequeue.conf import BackendConfig
 from django_leasequeue.exceptions import InvalidTaskArguments
 from django_leasequeue.ids import uuid7_strs
+from django_leasequeue.metrics import counters as metrics
 from django_leasequeue.protocol import NewJob
 from django_leasequeue.results import build_result, result_from_row
 from django_leasequeue.runtime.task_signals import send_task_signal
@@ -174,6 +175,7 @@ class LeaseQueueBackend(BaseTaskBackend):
         """
         for result in enqueued:
             send_task_signal(task_enqueued, type(self), result)
+        metrics.enqueued((result.task.queue_name, result.task.module_path) for result in enqueued)
         self.wakeups.push(due)
 
     def _new_job(

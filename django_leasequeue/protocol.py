@@ -82,6 +82,8 @@ class ClaimedJob:
     last_attempted_at: datetime
     worker_ids: list[str]
     errors: list[dict[str, Any]]
+    # When this attempt was due (the queue latency runs from here to last_attempted_at).
+    run_after: datetime
     # Why the row could not be decoded (the job is then failed, never run), or None.
     problem: str | None = None
 
@@ -145,6 +147,7 @@ class SweptJob:
     id: UUID
     status: str
     queue_name: str
+    task_path: str
 
 
 _JSON_COLUMNS = ("args", "kwargs", "checkpoint", "worker_ids", "errors")
@@ -472,9 +475,19 @@ def delete_jobs(ids: Sequence[UUID]) -> Statement[set[UUID]]:
     return _statement("delete_jobs", _applied_ids, ids=list(ids))
 
 
-def queue_summary() -> Statement[list[Row]]:
-    """Per queue: queued, running, retrying, failed, oldest_due_age, finished_last_minute."""
-    return _statement("queue_summary", _rows)
+# Counts up to this are exact (an index-only scan each); a larger one is estimated from a sample.
+SUMMARY_EXACT_UP_TO = 5000
+# Table pages the estimate samples (TABLESAMPLE SYSTEM), read only when a count is estimated.
+SUMMARY_SAMPLE_PAGES = 300
+
+
+def queue_summary(
+    *, exact_up_to: int = SUMMARY_EXACT_UP_TO, sample_pages: int = SUMMARY_SAMPLE_PAGES
+) -> Statement[list[Row]]:
+    """Per queue: queued, running, retrying, failed, ``estimated`` (which of those four are
+    estimates: a list of statuses), oldest_due_age, finished_last_minute. Stays fast on any
+    backlog (docs/admin.md): a huge count is estimated, and says so."""
+    return _statement("queue_summary", _rows, exact_up_to=exact_up_to, sample_pages=sample_pages)
 
 
 def _column(rows: list[Row]) -> list[Any]:
@@ -569,3 +582,55 @@ def _as_dicts(description: Any, rows: list[tuple]) -> list[Row]:
         return []
     names = [column.name for column in description]
     return [dict(zip(names, row, strict=True)) for row in rows]
+
+
+# The worker registry (``leasequeue_worker``; runtime/registry.py)
+
+
+def worker_beat(
+    *,
+    worker_id: str,
+    host: str,
+    pid: int,
+    queues: Sequence[str] | None,
+    concurrency: int,
+    lease_seconds: float,
+    started_at: datetime,
+    jobs_running: int,
+    jobs_done: int,
+) -> Statement[list[Row]]:
+    return _statement(
+        "worker_beat",
+        _rows,
+        id=worker_id,
+        host=host,
+        pid=pid,
+        queues=None if queues is None else json.dumps(list(queues)),
+        concurrency=concurrency,
+        lease_seconds=lease_seconds,
+        started_at=started_at,
+        jobs_running=jobs_running,
+        jobs_done=jobs_done,
+    )
+
+
+def worker_stopped(worker_id: str, *, ending: str) -> Statement[bool]:
+    """Mark a worker's row ended; False when it was already (or is not registered)."""
+    return _statement("worker_stopped", _applied, id=worker_id, exit=ending)
+
+
+def prune_workers(*, retention_seconds: float) -> Statement[set[str]]:
+    return _statement("prune_workers", _applied_ids, retention_seconds=retention_seconds)
+
+
+def workers() -> Statement[list[Row]]:
+    """Every registered worker, alive first, with ``alive`` and ``heartbeat_age``."""
+    return _statement("workers", _rows)
+
+
+def workers_alive() -> Statement[int]:
+    return _statement("workers_alive", _first_value)
+
+
+def _first_value(rows: list[Row]) -> Any:
+    return next(iter(rows[0].values()))

@@ -9,6 +9,7 @@ from typing import Any
 
 from django_leasequeue import jsonargs, protocol
 from django_leasequeue.exceptions import LeaseLost
+from django_leasequeue.metrics import counters as metrics
 from django_leasequeue.protocol import ClaimedJob
 from django_leasequeue.runtime.database import Database
 from django_leasequeue.status import JobStatus
@@ -47,6 +48,7 @@ class JobHandle:
         self.watched = False
         # Monotonic time by which the worker must confirm a renewal or stop the job itself.
         self.fence_deadline = float("inf")
+        self.claimed_at = time.monotonic()
         self._publish = publish
         self._progress_interval = progress_interval
         self._last_progress_at = 0.0
@@ -120,6 +122,11 @@ class JobHandle:
             self._flush_timer.cancel()
             self._flush_timer = None
 
+    def run_seconds(self) -> float:
+        """How long since the claim: the attempt's run time once its outcome is known."""
+        return time.monotonic() - self.claimed_at
+
     def _mark_lost(self, what: str) -> None:
         logger.warning("Job %s: lease lost, %s not written.", self.job.id, what)
+        metrics.stale_write(self.job.queue_name, self.job.task_path)
         self.stop(StopReason.LEASE_LOST)

@@ -58,7 +58,7 @@ WHERE id = ANY(%(ids)s::uuid[])
   AND run_after <= now()
 RETURNING id, task_path, queue_name, priority, backend, args, kwargs, attempt, max_attempts,
           lease_version, timeout_seconds, backoff_seconds, checkpoint, enqueued_at, started_at,
-          last_attempted_at, worker_ids, errors;
+          last_attempted_at, worker_ids, errors, run_after;
 
 -- name: claim_batch
 -- Poll path: claim up to %(limit)s::integer due jobs of the given queues (NULL = all) in priority order.
@@ -86,7 +86,7 @@ WHERE job.id = picked.id
 RETURNING job.id, job.task_path, job.queue_name, job.priority, job.backend, job.args, job.kwargs,
           job.attempt, job.max_attempts, job.lease_version, job.timeout_seconds,
           job.backoff_seconds, job.checkpoint, job.enqueued_at, job.started_at,
-          job.last_attempted_at, job.worker_ids, job.errors;
+          job.last_attempted_at, job.worker_ids, job.errors, job.run_after;
 
 -- name: heartbeat
 -- Renew every lease a worker holds in one statement; returns those still held, whether renewed, and their cancel flag.
@@ -264,7 +264,7 @@ SET status = CASE WHEN job.cancel_requested THEN 'cancelled'
     lease_expires_at = NULL
 FROM expired
 WHERE job.id = expired.id
-RETURNING job.id, job.status, job.queue_name;
+RETURNING job.id, job.status, job.queue_name, job.task_path;
 
 -- name: stale_due_jobs
 -- Sweep: due claimable jobs nobody claimed for a while, to get a wakeup again.
@@ -318,36 +318,73 @@ WHERE id = ANY(%(ids)s::uuid[]) AND status <> 'running'
 RETURNING id;
 
 -- name: queue_summary
--- Admin health check per queue: unfinished and failed counts, oldest due job, finished last minute.
-WITH counts AS (
-    SELECT queue_name,
-           count(*) FILTER (WHERE status = 'queued') AS queued,
-           count(*) FILTER (WHERE status = 'running') AS running,
-           count(*) FILTER (WHERE status = 'retrying') AS retrying,
-           count(*) FILTER (WHERE status = 'failed') AS failed
-    FROM leasequeue_job
+-- Per queue: counts (exact up to %(exact_up_to)s, estimated above), oldest due job's age, finished last minute.
+WITH RECURSIVE pairs AS (
+    -- Loose index scan: one probe of the status_queue index per (status, queue) present.
+    (SELECT status, queue_name FROM leasequeue_job
+     WHERE status <> 'succeeded' ORDER BY status, queue_name LIMIT 1)
+    UNION ALL
+    SELECT next.status, next.queue_name FROM pairs, LATERAL (
+        SELECT status, queue_name FROM leasequeue_job
+        WHERE status <> 'succeeded' AND (status, queue_name) > (pairs.status, pairs.queue_name)
+        ORDER BY status, queue_name LIMIT 1) AS next
+), capped AS MATERIALIZED (
+    SELECT pairs.status, pairs.queue_name,
+           (SELECT count(*) FROM (
+                SELECT 1 FROM leasequeue_job AS job
+                WHERE job.status = pairs.status AND job.queue_name = pairs.queue_name
+                  AND job.status <> 'succeeded'
+                LIMIT %(exact_up_to)s::integer) AS counted) AS exact
+    FROM pairs
+    WHERE pairs.status IN ('queued', 'running', 'retrying', 'failed')
+), sampled AS MATERIALIZED (
+    -- Only read when a count reached exact_up_to: about sample_pages random pages of the table.
+    SELECT status, queue_name, count(*) / sample.fraction AS estimate
+    FROM (SELECT least(1.0, %(sample_pages)s::float8 / greatest(1.0,
+              pg_relation_size('leasequeue_job') / current_setting('block_size')::float8))
+          AS fraction) AS sample,
+         LATERAL (SELECT status, queue_name FROM leasequeue_job
+                  TABLESAMPLE SYSTEM ((sample.fraction * 100)::float4)) AS drawn
     WHERE status IN ('queued', 'running', 'retrying', 'failed')
-    GROUP BY queue_name
+    GROUP BY status, queue_name, sample.fraction
+), counts AS (
+    SELECT status, queue_name, exact >= %(exact_up_to)s::integer AS estimated,
+           CASE WHEN exact < %(exact_up_to)s::integer THEN exact
+                ELSE greatest(exact, (SELECT round(estimate)::bigint FROM sampled
+                                      WHERE sampled.status = capped.status
+                                        AND sampled.queue_name = capped.queue_name)) END AS jobs
+    FROM capped
 ), due AS (
-    SELECT queue_name, min(run_after) AS oldest_due
-    FROM leasequeue_job
-    WHERE status IN ('queued', 'retrying') AND run_after <= now()
-    GROUP BY queue_name
+    SELECT queues.queue_name,
+           (SELECT min(run_after) FROM leasequeue_job
+            WHERE status IN ('queued', 'retrying') AND queue_name = queues.queue_name
+              AND run_after <= now()) AS oldest_due
+    FROM (SELECT DISTINCT queue_name FROM pairs WHERE status IN ('queued', 'retrying')) AS queues
 ), finished AS (
     SELECT queue_name, count(*) AS finished_last_minute
     FROM leasequeue_job
     WHERE status IN ('succeeded', 'failed', 'cancelled')
       AND finished_at >= now() - interval '1 minute'
     GROUP BY queue_name
+), by_queue AS (
+    SELECT queue_name,
+           sum(jobs) FILTER (WHERE status = 'queued') AS queued,
+           sum(jobs) FILTER (WHERE status = 'running') AS running,
+           sum(jobs) FILTER (WHERE status = 'retrying') AS retrying,
+           sum(jobs) FILTER (WHERE status = 'failed') AS failed,
+           array_agg(status::text ORDER BY status) FILTER (WHERE estimated) AS estimated
+    FROM counts
+    GROUP BY queue_name
 )
 SELECT queue_name,
-       coalesce(counts.queued, 0) AS queued,
-       coalesce(counts.running, 0) AS running,
-       coalesce(counts.retrying, 0) AS retrying,
-       coalesce(counts.failed, 0) AS failed,
+       coalesce(by_queue.queued, 0)::bigint AS queued,
+       coalesce(by_queue.running, 0)::bigint AS running,
+       coalesce(by_queue.retrying, 0)::bigint AS retrying,
+       coalesce(by_queue.failed, 0)::bigint AS failed,
+       coalesce(by_queue.estimated, '{}') AS estimated,
        now() - due.oldest_due AS oldest_due_age,
        coalesce(finished.finished_last_minute, 0) AS finished_last_minute
-FROM counts
+FROM by_queue
 FULL JOIN due USING (queue_name)
 FULL JOIN finished USING (queue_name)
 ORDER BY queue_name;
@@ -379,3 +416,42 @@ WHERE id IN (
     FOR UPDATE SKIP LOCKED
 )
 RETURNING id;
+
+-- name: worker_beat
+-- Registry: insert or refresh a worker process's row (its heartbeat tick; one statement).
+INSERT INTO leasequeue_worker (id, host, pid, queues, concurrency, lease_seconds, started_at,
+                               heartbeat_at, jobs_running, jobs_done, stopped_at, exit)
+VALUES (%(id)s::text, %(host)s::text, %(pid)s::integer, %(queues)s::jsonb,
+        %(concurrency)s::integer, %(lease_seconds)s::float8, %(started_at)s::timestamptz, now(),
+        %(jobs_running)s::integer, %(jobs_done)s::bigint, NULL, '')
+ON CONFLICT (id) DO UPDATE
+SET heartbeat_at = now(), jobs_running = excluded.jobs_running, jobs_done = excluded.jobs_done,
+    stopped_at = NULL, exit = '';
+
+-- name: worker_stopped
+-- Registry: a worker process ended (itself on shutdown, or its supervisor saw it die); kept for retention.
+UPDATE leasequeue_worker
+SET stopped_at = now(), exit = %(exit)s::text, jobs_running = 0
+WHERE id = %(id)s::text AND stopped_at IS NULL
+RETURNING id;
+
+-- name: prune_workers
+-- Registry: delete the rows of workers stopped or silent for longer than the retention.
+DELETE FROM leasequeue_worker
+WHERE coalesce(stopped_at, heartbeat_at) < now() - make_interval(secs => %(retention_seconds)s::float8)
+RETURNING id;
+
+-- name: workers
+-- Registry: every worker row, whether it is alive now (stopped, or no heartbeat within its lease = dead).
+SELECT id, host, pid, queues, concurrency, started_at, heartbeat_at, jobs_running, jobs_done,
+       stopped_at, exit,
+       now() - heartbeat_at AS heartbeat_age,
+       stopped_at IS NULL
+           AND heartbeat_at >= now() - make_interval(secs => lease_seconds) AS alive
+FROM leasequeue_worker
+ORDER BY alive DESC, started_at DESC, id;
+
+-- name: workers_alive
+-- Metrics: how many worker processes are alive now (not stopped, heartbeat within their lease).
+SELECT count(*) AS alive FROM leasequeue_worker
+WHERE stopped_at IS NULL AND heartbeat_at >= now() - make_interval(secs => lease_seconds);
