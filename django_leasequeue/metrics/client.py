@@ -6,6 +6,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 try:
     import prometheus_client
+    import prometheus_client.metrics_core
     from prometheus_client import multiprocess
 except ImportError:  # the metrics extra is not installed
     prometheus_client = None

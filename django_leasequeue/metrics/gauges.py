@@ -28,7 +28,7 @@ class DatabaseCollector:
         return []  # not known before a scrape; registering it must not query the database
 
     def collect(self) -> Iterator[Any]:
-        metric_family = require().core.GaugeMetricFamily
+        metric_family = require().metrics_core.GaugeMetricFamily
         summary = protocol.execute(protocol.queue_summary(), self.database)
         for name, documentation, column in _PER_QUEUE:
             family = metric_family(name, documentation, labels=["queue"])
