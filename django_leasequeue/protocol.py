@@ -634,3 +634,12 @@ def workers_alive() -> Statement[int]:
 
 def _first_value(rows: list[Row]) -> Any:
     return next(iter(rows[0].values()))
+
+
+def count_prunable(*, statuses: Sequence[str], older_than_seconds: float) -> Statement[int]:
+    return _statement(
+        "count_prunable",
+        _first_value,
+        statuses=list(statuses),
+        older_than_seconds=older_than_seconds,
+    )

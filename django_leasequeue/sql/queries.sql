@@ -455,3 +455,9 @@ ORDER BY alive DESC, started_at DESC, id;
 -- Metrics: how many worker processes are alive now (not stopped, heartbeat within their lease).
 SELECT count(*) AS alive FROM leasequeue_worker
 WHERE stopped_at IS NULL AND heartbeat_at >= now() - make_interval(secs => lease_seconds);
+
+-- name: count_prunable
+-- How many jobs prune_finished would delete (prunejobs' progress in a terminal; the finished index).
+SELECT count(*) AS prunable FROM leasequeue_job
+WHERE status = ANY(%(statuses)s::text[])
+  AND finished_at < now() - make_interval(secs => %(older_than_seconds)s::float8);
