@@ -331,9 +331,12 @@ WITH RECURSIVE pairs AS (
 ), capped AS MATERIALIZED (
     SELECT pairs.status, pairs.queue_name,
            (SELECT count(*) FROM (
+                -- In index order, so that it is a walk of the status_queue index that stops
+                -- at the cap (never a bitmap of the whole backlog).
                 SELECT 1 FROM leasequeue_job AS job
                 WHERE job.status = pairs.status AND job.queue_name = pairs.queue_name
                   AND job.status <> 'succeeded'
+                ORDER BY job.status, job.queue_name, job.id
                 LIMIT %(exact_up_to)s::integer) AS counted) AS exact
     FROM pairs
     WHERE pairs.status IN ('queued', 'running', 'retrying', 'failed')
