@@ -475,19 +475,30 @@ def delete_jobs(ids: Sequence[UUID]) -> Statement[set[UUID]]:
     return _statement("delete_jobs", _applied_ids, ids=list(ids))
 
 
-# Counts up to this are exact (an index-only scan each); a larger one is estimated from a sample.
-SUMMARY_EXACT_UP_TO = 5000
-# Table pages the estimate samples (TABLESAMPLE SYSTEM), read only when a count is estimated.
-SUMMARY_SAMPLE_PAGES = 300
+# Counts up to this are exact (an index-only scan each); a larger one is estimated.
+SUMMARY_EXACT_UP_TO = 2000
+# The estimate: the pair's stretch of the status_queue index cut into this many slices of ids,
+# and the first entries of each read (at most slices x per_slice index entries per count).
+SUMMARY_SLICES = 64
+SUMMARY_PER_SLICE = 32
 
 
 def queue_summary(
-    *, exact_up_to: int = SUMMARY_EXACT_UP_TO, sample_pages: int = SUMMARY_SAMPLE_PAGES
+    *,
+    exact_up_to: int = SUMMARY_EXACT_UP_TO,
+    slices: int = SUMMARY_SLICES,
+    per_slice: int = SUMMARY_PER_SLICE,
 ) -> Statement[list[Row]]:
     """Per queue: queued, running, retrying, failed, ``estimated`` (which of those four are
     estimates: a list of statuses), oldest_due_age, finished_last_minute. Stays fast on any
     backlog (docs/admin.md): a huge count is estimated, and says so."""
-    return _statement("queue_summary", _rows, exact_up_to=exact_up_to, sample_pages=sample_pages)
+    return _statement(
+        "queue_summary",
+        _rows,
+        exact_up_to=exact_up_to,
+        slices=slices,
+        per_slice=per_slice,
+    )
 
 
 def _column(rows: list[Row]) -> list[Any]:

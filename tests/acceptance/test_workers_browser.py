@@ -47,13 +47,9 @@ def test_operator_sees_the_workers_and_follows_a_job_to_its_worker(
     start_workers("--processes", "2", "--queues", "*", "--concurrency", "8")
     ids = [add.enqueue(i, i).id for i in range(30)]
     busy = async_sleep.enqueue(60).id
-    wait_until(
-        lambda: Job.objects.filter(pk__in=ids, status="succeeded").count() == 30, 30, "jobs"
-    )
+    wait_until(lambda: Job.objects.filter(pk__in=ids, status="succeeded").count() == 30, 30, "jobs")
     wait_until(lambda: Job.objects.get(pk=busy).status == "running", 20, "a running job")
-    wait_until(
-        lambda: Worker.objects.filter(jobs_running=1).exists(), 10, "the registry refreshed"
-    )
+    wait_until(lambda: Worker.objects.filter(jobs_running=1).exists(), 10, "the registry refreshed")
     holder = Job.objects.get(pk=busy).worker_id
 
     with sync_playwright() as playwright:
