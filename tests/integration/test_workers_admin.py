@@ -89,7 +89,7 @@ def test_summary_counts_exactly_up_to_the_cap_and_estimates_above_it_saying_so(a
     rows = {
         row["queue_name"]: row for row in protocol.execute(protocol.queue_summary(exact_up_to=10))
     }
-    # A tiny table is sampled whole (every page): the estimate is then the true count.
+    # 30 jobs: every slice of the estimate holds fewer than its probe reads, so all are counted.
     assert rows["default"]["queued"] == 30 and rows["default"]["estimated"] == ["queued"]
     assert rows["high"]["queued"] == 3 and rows["high"]["estimated"] == []
     exact = {row["queue_name"]: row for row in protocol.execute(protocol.queue_summary())}
