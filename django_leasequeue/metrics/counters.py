@@ -37,9 +37,7 @@ if prometheus_client is not None:
     RETRIED = _Counter(
         "leasequeue_jobs_retried", "Attempts that failed and were scheduled again.", LABELS
     )
-    CANCELLED = _Counter(
-        "leasequeue_jobs_cancelled", "Running jobs that a worker stopped cancelled.", LABELS
-    )
+    CANCELLED = _Counter("leasequeue_jobs_cancelled", "Running jobs that ended cancelled.", LABELS)
     RECOVERED = _Counter(
         "leasequeue_leases_recovered",
         "Expired leases the recover sweep took back from a vanished worker.",
@@ -99,9 +97,15 @@ def finished(queue: str, task: str, status: str, run_seconds: float) -> None:
     RUN_SECONDS.labels(queue, task).observe(run_seconds)
 
 
-def recovered(queue: str, task: str) -> None:
-    if prometheus_client is not None:
-        RECOVERED.labels(queue, task).inc()
+def recovered(queue: str, task: str, status: str) -> None:
+    """The sweep took back an expired lease; the job is now ``status`` (retrying, or failed /
+    cancelled, which count as such too: a poison pill's last attempt fails the job here)."""
+    if prometheus_client is None:
+        return
+    RECOVERED.labels(queue, task).inc()
+    counter = _BY_STATUS.get(status)
+    if counter is not None:
+        counter.labels(queue, task).inc()
 
 
 def stale_write(queue: str, task: str) -> None:

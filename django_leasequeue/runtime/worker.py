@@ -613,7 +613,7 @@ class Worker:
             )
             for job in swept:
                 logger.warning("Job %s: lease expired, now %s.", job.id, job.status)
-                metrics.recovered(job.queue_name, job.task_path)
+                metrics.recovered(job.queue_name, job.task_path, job.status)
             if len(swept) < self.backend_config.sweep_batch:
                 break
         if self.use_wakeups and not self._redis_down:

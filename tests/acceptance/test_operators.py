@@ -251,6 +251,8 @@ def test_metrics_endpoint_adds_up_every_worker_process(
     scraped = scrape(admin_client.get(reverse("leasequeue:metrics")).content.decode())
     key = ("leasequeue_leases_recovered_total", labels("tests.tasks.async_sleep"))
     assert scraped[key] == 1
+    # Taken back for another attempt: that counts as a retry.
+    assert scraped[("leasequeue_jobs_retried_total", labels("tests.tasks.async_sleep"))] == 1
     # The dead process's counts stay in the sums: totals never go backwards.
     assert scraped[("leasequeue_jobs_started_total", labels(ADD))] == 25
     workers.stop()

@@ -132,3 +132,46 @@ except MetricsUnavailable as exc:
     assert "REFUSED: Metrics need prometheus-client: pip install 'django-leasequeue[metrics]'." in (
         done.stdout
     )
+
+
+def _counter(name: str, queue: str, task: str) -> float:
+    from prometheus_client import REGISTRY
+
+    return REGISTRY.get_sample_value(name, {"queue": queue, "task": task}) or 0.0
+
+
+async def test_a_write_refused_by_fencing_counts_as_a_stale_write():
+    """A worker whose lease an operator took away tries to save a checkpoint: PostgreSQL
+    refuses it (fenced by lease_version), and the refusal is counted, by queue and task."""
+    from asgiref.sync import sync_to_async
+    from django.db import connections
+
+    from django_leasequeue import protocol
+    from django_leasequeue.exceptions import LeaseLost
+    from django_leasequeue.runtime.database import Database
+    from django_leasequeue.runtime.handle import JobHandle
+    from tests.helpers import claim_one
+
+    def take_away() -> protocol.ClaimedJob:
+        try:
+            claimed = claim_one(add.using(queue_name="low").enqueue(1, 2).id, "worker-a")
+            assert protocol.execute(protocol.force_release([claimed.id]))
+            return claimed
+        finally:
+            connections.close_all()  # this thread's connection, or the test database stays busy
+
+    claimed = await sync_to_async(take_away)()
+    before = _counter("leasequeue_stale_writes_rejected_total", "low", "tests.tasks.add")
+    db = Database("default", prepared_statements=False, name="test", lease_seconds=30)
+
+    async def publish(job_id, event) -> None:
+        return None
+
+    handle = JobHandle(claimed, db=db, progress_interval=0.0, publish=publish)
+    try:
+        with pytest.raises(LeaseLost):
+            await handle.save_checkpoint({"step": 2})
+    finally:
+        await db.close()
+    after = _counter("leasequeue_stale_writes_rejected_total", "low", "tests.tasks.add")
+    assert after == before + 1
