@@ -114,8 +114,13 @@ def stale_write(queue: str, task: str) -> None:
 
 
 def serve(port: int) -> None:
-    """This process's own metrics on ``port`` (``metrics_port`` without multiprocess mode)."""
-    require().start_http_server(port)
+    """This process's own metrics on ``port`` (``metrics_port`` without multiprocess mode).
+    A port that cannot be bound is logged, not fatal: the worker runs jobs without it."""
+    try:
+        require().start_http_server(port)
+    except OSError as exc:
+        logger.error("Cannot serve metrics on port %d (%s); running without.", port, exc)
+        return
     logger.info("Serving metrics on port %d.", port)
 
 

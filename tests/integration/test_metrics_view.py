@@ -125,6 +125,10 @@ try:
     require()
 except MetricsUnavailable as exc:
     print("REFUSED:", exc)
+from django_leasequeue.checks import check_backend
+from django_leasequeue.conf import BackendConfig
+print("CHECKS:", [m.id for m in check_backend("default", BackendConfig(metrics_port=9300))])
+print("WITHOUT PORT:", [m.id for m in check_backend("default", BackendConfig())])
 """
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
@@ -132,6 +136,9 @@ except MetricsUnavailable as exc:
     assert "REFUSED: Metrics need prometheus-client: pip install 'django-leasequeue[metrics]'." in (
         done.stdout
     )
+    # runworkers' checks refuse a metrics_port it could not serve (no crash loop later).
+    assert "CHECKS: ['leasequeue.E006']" in done.stdout
+    assert "WITHOUT PORT: []" in done.stdout
 
 
 def _counter(name: str, queue: str, task: str) -> float:
