@@ -20,6 +20,7 @@ from django_leasequeue.exceptions import InvalidTaskArguments
 from django_leasequeue.flow import backpressure
 from django_leasequeue.flow.limits import JobLimits, LimitError, TaskLimits
 from django_leasequeue.ids import uuid7_strs
+from django_leasequeue.metrics import counters as metrics
 from django_leasequeue.protocol import NewJob
 from django_leasequeue.results import build_result, result_from_row
 from django_leasequeue.runtime.task_signals import send_task_signal
@@ -208,6 +209,7 @@ class LeaseQueueBackend(BaseTaskBackend):
         """
         for result in enqueued:
             send_task_signal(task_enqueued, type(self), result)
+        metrics.enqueued((result.task.queue_name, result.task.module_path) for result in enqueued)
         self.wakeups.push(due)
 
     def _new_job(

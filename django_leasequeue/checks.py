@@ -7,6 +7,7 @@ from django.core.checks import CheckMessage, Error, Warning
 from django.db import connections
 
 from django_leasequeue.conf import BackendConfig
+from django_leasequeue.metrics import client as metrics_client
 
 
 def check_backend(alias: str, config: BackendConfig) -> list[CheckMessage]:
@@ -38,6 +39,14 @@ def check_backend(alias: str, config: BackendConfig) -> list[CheckMessage]:
         )
     if config.redis_alias is not None:
         messages.extend(_check_redis_cache(where, config.redis_alias))
+    if config.metrics_port is not None and not metrics_client.available():
+        messages.append(
+            Error(
+                f"{where} OPTIONS metrics_port is set, but prometheus-client is not installed.",
+                hint="pip install 'django-leasequeue[metrics]', or remove metrics_port.",
+                id="leasequeue.E006",
+            )
+        )
     return messages
 
 

@@ -54,6 +54,13 @@ class BackendConfig:
     # While a worker has a backlog, once per this many seconds it claims the oldest due job
     # first, whatever its priority: a low-priority job cannot starve under higher ones.
     oldest_first_seconds: float = 1.0
+    # How long the row of a stopped or dead worker stays in leasequeue_worker (the Workers page).
+    worker_retention_seconds: float = 86400.0
+    # A bearer token that may read the metrics view (besides staff); None = staff only.
+    metrics_token: str | None = None
+    # Each worker process serves its own metrics on this port plus its index; None = not served
+    # (use prometheus-client's multiprocess mode instead, docs/operations.md).
+    metrics_port: int | None = None
 
     @classmethod
     def from_options(cls, options: dict[str, Any], queues: Collection[str] = ()) -> Self:
@@ -89,13 +96,16 @@ class BackendConfig:
 
 
 # Options whose None means "none" (no Redis, no limit).
-_MAY_BE_NONE = {"redis_alias", "max_argument_bytes"}
+_MAY_BE_NONE = {"redis_alias", "max_argument_bytes", "metrics_token", "metrics_port"}
+# What options whose default is None hold otherwise (their type is checked against it).
+_WHEN_SET = {"metrics_token": "token", "metrics_port": 9100}
 
 
 def _value_problem(name: str, value: Any, default: Any) -> str | None:
     """Describe what ``value`` should have been, or return None when it is acceptable."""
     if value is None and name in _MAY_BE_NONE:
         return None
+    default = _WHEN_SET.get(name, default)
     if isinstance(default, bool):
         return None if isinstance(value, bool) else "True or False"
     if isinstance(default, int | float):

@@ -1,6 +1,7 @@
 """The job table: the single source of truth for every job's state."""
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.db import models
@@ -138,6 +139,12 @@ class Job(models.Model):
             ),
             # Admin: the task filter, and its list of task paths (a loose index scan).
             models.Index(fields=["task_path", "id"], name="leasequeue_job_task"),
+            # The summary's oldest due job per queue: one probe per queue, whatever the backlog.
+            models.Index(
+                fields=["queue_name", "run_after"],
+                name="leasequeue_job_queue_due",
+                condition=models.Q(status__in=JobStatus.claimable()),
+            ),
         ]
         constraints = [
             models.UniqueConstraint(
@@ -177,3 +184,50 @@ class RateBucket(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key}: next start at {self.tat:%H:%M:%S.%f}"
+
+
+class WorkerState(models.TextChoices):
+    """A worker process as the registry sees it (``Worker.state``)."""
+
+    ALIVE = "alive", _("Alive")
+    # No heartbeat within the lease, or its supervisor saw it die.
+    DEAD = "dead", _("Dead")
+    # It stopped by itself (shutdown, end of a burst).
+    STOPPED = "stopped", _("Stopped")
+
+
+class Worker(models.Model):
+    """One worker process of ``runworkers``, kept fresh by its heartbeat tick
+    (``runtime/registry.py``); rows of workers gone for ``worker_retention_seconds`` are
+    deleted. Jobs point here through their ``worker_id``."""
+
+    id = models.CharField(primary_key=True, max_length=100)  # the lease holder's worker id
+    host = models.CharField(max_length=255)
+    pid = models.PositiveIntegerField()
+    queues = models.JSONField(null=True, blank=True)  # None: every queue
+    concurrency = models.PositiveIntegerField()
+    # The lease this worker's jobs hold: a heartbeat older than that means it is dead.
+    lease_seconds = models.FloatField()
+    started_at = models.DateTimeField()
+    heartbeat_at = models.DateTimeField()
+    jobs_running = models.PositiveIntegerField(db_default=0)
+    jobs_done = models.PositiveBigIntegerField(db_default=0)
+    stopped_at = models.DateTimeField(null=True, blank=True)
+    # How it ended: "stopped", or what its supervisor saw ("killed by SIGKILL", "exit status 1").
+    exit = models.CharField(max_length=100, blank=True, db_default="")
+
+    class Meta:
+        db_table = "leasequeue_worker"
+        verbose_name = _("worker")
+        verbose_name_plural = _("workers")
+        ordering = ["-started_at"]
+
+    def __str__(self) -> str:
+        return self.id
+
+    def state(self, now: datetime) -> WorkerState:
+        if self.stopped_at is not None:
+            return WorkerState.STOPPED if self.exit == "stopped" else WorkerState.DEAD
+        if (now - self.heartbeat_at).total_seconds() > self.lease_seconds:
+            return WorkerState.DEAD
+        return WorkerState.ALIVE

@@ -84,6 +84,8 @@ class ClaimedJob:
     last_attempted_at: datetime
     worker_ids: list[str]
     errors: list[dict[str, Any]]
+    # When this attempt was due (the queue latency runs from here to last_attempted_at).
+    run_after: datetime
     # Why the row could not be decoded (the job is then failed, never run), or None.
     problem: str | None = None
 
@@ -147,6 +149,7 @@ class SweptJob:
     id: UUID
     status: str
     queue_name: str
+    task_path: str
 
 
 _JSON_COLUMNS = ("args", "kwargs", "checkpoint", "worker_ids", "errors")
@@ -501,9 +504,30 @@ def delete_jobs(ids: Sequence[UUID]) -> Statement[set[UUID]]:
     return _statement("delete_jobs", _applied_ids, ids=list(ids))
 
 
-def queue_summary() -> Statement[list[Row]]:
-    """Per queue: queued, running, retrying, failed, oldest_due_age, finished_last_minute."""
-    return _statement("queue_summary", _rows)
+# Counts up to this are exact (an index-only scan each); a larger one is estimated.
+SUMMARY_EXACT_UP_TO = 2000
+# The estimate: the pair's stretch of the status_queue index cut into this many slices of ids,
+# and the first entries of each read (at most slices x per_slice index entries per count).
+SUMMARY_SLICES = 64
+SUMMARY_PER_SLICE = 32
+
+
+def queue_summary(
+    *,
+    exact_up_to: int = SUMMARY_EXACT_UP_TO,
+    slices: int = SUMMARY_SLICES,
+    per_slice: int = SUMMARY_PER_SLICE,
+) -> Statement[list[Row]]:
+    """Per queue: queued, running, retrying, failed, ``estimated`` (which of those four are
+    estimates: a list of statuses), oldest_due_age, finished_last_minute. Stays fast on any
+    backlog (docs/admin.md): a huge count is estimated, and says so."""
+    return _statement(
+        "queue_summary",
+        _rows,
+        exact_up_to=exact_up_to,
+        slices=slices,
+        per_slice=per_slice,
+    )
 
 
 def _column(rows: list[Row]) -> list[Any]:
@@ -716,3 +740,64 @@ def _as_dicts(description: Any, rows: list[tuple]) -> list[Row]:
         return []
     names = [column.name for column in description]
     return [dict(zip(names, row, strict=True)) for row in rows]
+
+
+# The worker registry (``leasequeue_worker``; runtime/registry.py)
+
+
+def worker_beat(
+    *,
+    worker_id: str,
+    host: str,
+    pid: int,
+    queues: Sequence[str] | None,
+    concurrency: int,
+    lease_seconds: float,
+    started_at: datetime,
+    jobs_running: int,
+    jobs_done: int,
+) -> Statement[list[Row]]:
+    return _statement(
+        "worker_beat",
+        _rows,
+        id=worker_id,
+        host=host,
+        pid=pid,
+        queues=None if queues is None else json.dumps(list(queues)),
+        concurrency=concurrency,
+        lease_seconds=lease_seconds,
+        started_at=started_at,
+        jobs_running=jobs_running,
+        jobs_done=jobs_done,
+    )
+
+
+def worker_stopped(worker_id: str, *, ending: str) -> Statement[bool]:
+    """Mark a worker's row ended; False when it was already (or is not registered)."""
+    return _statement("worker_stopped", _applied, id=worker_id, exit=ending)
+
+
+def prune_workers(*, retention_seconds: float) -> Statement[set[str]]:
+    return _statement("prune_workers", _applied_ids, retention_seconds=retention_seconds)
+
+
+def workers() -> Statement[list[Row]]:
+    """Every registered worker, alive first, with ``alive`` and ``heartbeat_age``."""
+    return _statement("workers", _rows)
+
+
+def workers_alive() -> Statement[int]:
+    return _statement("workers_alive", _first_value)
+
+
+def _first_value(rows: list[Row]) -> Any:
+    return next(iter(rows[0].values()))
+
+
+def count_prunable(*, statuses: Sequence[str], older_than_seconds: float) -> Statement[int]:
+    return _statement(
+        "count_prunable",
+        _first_value,
+        statuses=list(statuses),
+        older_than_seconds=older_than_seconds,
+    )

@@ -43,6 +43,7 @@ from django_leasequeue.admin.filters import (
     TaskFilter,
 )
 from django_leasequeue.admin.pagination import EstimatedCountPaginator
+from django_leasequeue.admin.workers import worker_link
 from django_leasequeue.backend import job_database, lease_queue_backends
 from django_leasequeue.flow import usage as flow_usage
 from django_leasequeue.models import Job
@@ -100,7 +101,7 @@ class JobAdmin(admin.ModelAdmin):
         "attempts",
         "timeout_seconds",
         "backoff_seconds",
-        "worker_id",
+        "worker_link",
         "worker_history",
         "lease_version",
         "heartbeat",
@@ -136,7 +137,7 @@ class JobAdmin(admin.ModelAdmin):
             {
                 "fields": [
                     ("attempts", "timeout_seconds", "backoff_seconds"),
-                    ("worker_id", "lease_version"),
+                    ("worker_link", "lease_version"),
                     "worker_history",
                     ("heartbeat", "lease"),
                     "live_progress",
@@ -262,6 +263,8 @@ class JobAdmin(admin.ModelAdmin):
             age = row["oldest_due_age"]
             row["oldest_due"] = show.duration(age) if age is not None else show.EMPTY
             row["backlogged"] = age is not None and age.total_seconds() > 60
+            for status in row["estimated"]:  # "≈" before a count estimated from a sample
+                row[f"{status}_estimated"] = True
         queue_limits = _queue_limits()
         context = {
             "summary": summary,
@@ -321,8 +324,8 @@ class JobAdmin(admin.ModelAdmin):
         return job.priority
 
     @admin.display(description=_("worker"))
-    def worker(self, job: Job) -> str:
-        return job.worker_id or show.EMPTY
+    def worker(self, job: Job) -> SafeString | str:
+        return worker_link(self.admin_site.name, job.worker_id)
 
     @admin.display(description=_("heartbeat"))
     def heartbeat(self, job: Job) -> str:
@@ -429,6 +432,10 @@ class JobAdmin(admin.ModelAdmin):
     @admin.display(description=_("finished"))
     def when_finished(self, job: Job) -> str:
         return show.moment(job.finished_at, timezone.now())
+
+    @admin.display(description=_("worker"))
+    def worker_link(self, job: Job) -> SafeString | str:
+        return worker_link(self.admin_site.name, job.worker_id)
 
     @admin.display(description=_("workers of every attempt"))
     def worker_history(self, job: Job) -> str:

@@ -23,3 +23,14 @@ def non_negative_float(text: str) -> float:
     if not value >= 0:  # also refuses NaN
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of at least 0")
     return value
+
+
+def positive_float(text: str) -> float:
+    """A number above 0 (an interval in seconds)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:  # also refuses NaN
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number above 0")
+    return value

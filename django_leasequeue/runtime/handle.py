@@ -9,6 +9,7 @@ from typing import Any
 
 from django_leasequeue import jsonargs, protocol
 from django_leasequeue.exceptions import LeaseLost
+from django_leasequeue.metrics import counters as metrics
 from django_leasequeue.protocol import ClaimedJob
 from django_leasequeue.runtime.database import Database
 from django_leasequeue.status import JobStatus
@@ -49,6 +50,7 @@ class JobHandle:
         self.fence_deadline = float("inf")
         # Whether the job is held to flow-control limits (its end may let another one start).
         self.limited = False
+        self.claimed_at = time.monotonic()
         self._publish = publish
         self._progress_interval = progress_interval
         self._last_progress_at = 0.0
@@ -122,6 +124,11 @@ class JobHandle:
             self._flush_timer.cancel()
             self._flush_timer = None
 
+    def run_seconds(self) -> float:
+        """How long since the claim: the attempt's run time once its outcome is known."""
+        return time.monotonic() - self.claimed_at
+
     def _mark_lost(self, what: str) -> None:
         logger.warning("Job %s: lease lost, %s not written.", self.job.id, what)
+        metrics.stale_write(self.job.queue_name, self.job.task_path)
         self.stop(StopReason.LEASE_LOST)

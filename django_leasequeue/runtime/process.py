@@ -32,7 +32,7 @@ def configure_logging(level: str, who: str) -> None:
         logging.getLogger(name).setLevel(per_job)
 
 
-def worker_main(config: WorkerConfig, worker_id: str | None = None) -> None:
+def worker_main(config: WorkerConfig, worker_id: str | None = None, slot: int = 0) -> None:
     """Set up Django, run one Worker until it stops, and exit without waiting for job threads."""
     import django
 
@@ -40,7 +40,7 @@ def worker_main(config: WorkerConfig, worker_id: str | None = None) -> None:
     configure_logging(config.log_level, f"worker {os.getpid()}")
     # Ctrl-C reaches the whole process group; only the supervisor's SIGTERM should stop us.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    code = asyncio.run(_run(config, worker_id))
+    code = asyncio.run(_run(config, worker_id, slot))
     logging.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()
@@ -49,10 +49,11 @@ def worker_main(config: WorkerConfig, worker_id: str | None = None) -> None:
     os._exit(code)
 
 
-async def _run(config: WorkerConfig, worker_id: str | None) -> int:
+async def _run(config: WorkerConfig, worker_id: str | None, slot: int) -> int:
     # Imported here, not at the top: a spawned child imports this module to find worker_main
     # before Django is set up, and the app's modules need the settings.
     from django_leasequeue.backend import lease_queue_backend
+    from django_leasequeue.metrics import counters
     from django_leasequeue.runtime.worker import Worker
     from django_leasequeue.tasks_framework import InvalidTaskBackend
 
@@ -61,6 +62,8 @@ async def _run(config: WorkerConfig, worker_id: str | None) -> int:
     except InvalidTaskBackend as exc:
         logging.getLogger(__name__).error("%s", exc)
         return 2
+    if backend.config.metrics_port is not None:  # each process on its own port
+        counters.serve(backend.config.metrics_port + slot)
     worker = Worker(backend, config, worker_id)
     loop = asyncio.get_running_loop()
     # SIGTERM asks for a graceful stop (however many times it comes); the supervisor sends

@@ -12,8 +12,10 @@ from multiprocessing.process import BaseProcess
 
 from django_leasequeue import protocol
 from django_leasequeue.backend import lease_queue_backend
+from django_leasequeue.metrics import counters as metrics
 from django_leasequeue.runtime.config import WorkerConfig
 from django_leasequeue.runtime.process import STOP_NOW, worker_main
+from django_leasequeue.runtime.registry import mark_dead
 from django_leasequeue.runtime.worker_id import new_worker_id
 
 logger = logging.getLogger(__name__)
@@ -83,7 +85,7 @@ class Supervisor:
         slot.worker_id = new_worker_id(suffix=f"w{slot.index}")
         process = self.context.Process(
             target=worker_main,
-            args=(self.config, slot.worker_id),
+            args=(self.config, slot.worker_id, slot.index),
             name=f"leasequeue-worker-{slot.index}",
         )
         process.start()
@@ -109,6 +111,7 @@ class Supervisor:
             return 0
         code = slot.process.exitcode
         slot.process.join()
+        self._after_exit(slot, slot.process.pid, code)
         slot.process = None
         if self.signals_received or (self.config.burst and code == 0):
             return 0 if code in (0, -signal.SIGTERM) else 1
@@ -125,6 +128,15 @@ class Supervisor:
         )
         slot.restart_at = now + delay
         return 0
+
+    def _after_exit(self, slot: _Slot, pid: int | None, code: int | None) -> None:
+        """Whatever the cause: the registry row reads dead at once (unless the worker marked
+        itself stopped), and its multiprocess metrics files are cleaned up."""
+        if pid is not None:
+            metrics.mark_process_dead(pid)
+        if slot.worker_id is not None and code != 0:
+            database = lease_queue_backend(self.config.backend_alias).config.database
+            mark_dead(database, slot.worker_id, _describe_exit(code))
 
     def _expire_leases_of(self, slot: _Slot) -> None:
         """A child that died holds leases nobody renews: end them now (fenced, by its worker

@@ -12,6 +12,7 @@ from redis.exceptions import RedisError
 
 from django_leasequeue import protocol
 from django_leasequeue.backend import LeaseQueueBackend
+from django_leasequeue.metrics import counters as metrics
 from django_leasequeue.progress.events import apublish
 from django_leasequeue.protocol import ClaimedJob
 from django_leasequeue.results import build_result, task_variant
@@ -22,6 +23,7 @@ from django_leasequeue.runtime.database import Database
 from django_leasequeue.runtime.execution import Outcome, execute, resolve
 from django_leasequeue.runtime.flow_claims import FlowClaimer
 from django_leasequeue.runtime.handle import JobHandle, StopReason
+from django_leasequeue.runtime.registry import WorkerRegistry
 from django_leasequeue.runtime.task_signals import TaskSignalDispatcher, wanted
 from django_leasequeue.runtime.threads import JobThreads
 from django_leasequeue.runtime.worker_id import new_worker_id
@@ -125,6 +127,14 @@ class Worker:
         self._flow_due = True
         # When this worker last claimed the oldest due job ahead of priority order (fairness).
         self._oldest_claimed_at = time.monotonic()
+        self.registry = WorkerRegistry(
+            self.beat_db,
+            self.worker_id,
+            queues=self.queues,
+            concurrency=config.concurrency,
+            lease_seconds=self.backend_config.lease_seconds,
+            retention_seconds=self.backend_config.worker_retention_seconds,
+        )
         self.inflight: dict[uuid.UUID, JobHandle] = {}
         self.runners: set[asyncio.Task] = set()
         self.threads = JobThreads(config.concurrency, "leasequeue-job")
@@ -171,6 +181,7 @@ class Worker:
             "redis" if self.use_wakeups else "off (polling)",
         )
         await self._sweep_once()
+        await self.registry.register()
         services = [
             asyncio.create_task(self._heartbeat_loop(), name="heartbeat"),
             asyncio.create_task(self._sweep_loop(), name="sweep"),
@@ -187,6 +198,7 @@ class Worker:
             await asyncio.gather(*services, return_exceptions=True)
             await self.completions.flush()
             await self.task_signals.flush()
+            await self.registry.stopped()
             await self.db.close()
             await self.beat_db.close()
             self.redis_thread.shutdown(wait=False, cancel_futures=True)
@@ -407,6 +419,7 @@ class Worker:
             handle.watched = watched
             handle.fence_deadline = deadline
             handle.limited = limited
+            metrics.started(job.queue_name, job.task_path, job.run_after, job.last_attempted_at)
             self.inflight[job.id] = handle
             runner = asyncio.create_task(self._run(handle), name=f"job-{job.id}")
             self.runners.add(runner)
@@ -475,6 +488,7 @@ class Worker:
             handle.cancel_timers()
             del self.inflight[job.id]
             self._flow_due |= handle.limited
+            self.registry.jobs_done += 1
             self._slot_freed.set()
 
     async def _after_stop(self, handle: JobHandle, task: Task) -> None:
@@ -525,15 +539,19 @@ class Worker:
                 )
         if not applied:
             logger.warning("Job %s: lease lost before its outcome was written; discarded.", job.id)
+            metrics.stale_write(job.queue_name, job.task_path)
             return
         if task is not None:
             await self._finished(handle, task, status, outcome)
         else:
+            metrics.finished(job.queue_name, job.task_path, status, handle.run_seconds())
             await handle.publish({"kind": "status", "status": status})
 
     async def _finished(
         self, handle: JobHandle, task: Task, status: JobStatus, outcome: Outcome | None = None
     ) -> None:
+        job = handle.job
+        metrics.finished(job.queue_name, job.task_path, status, handle.run_seconds())
         await handle.publish({"kind": "status", "status": status})
         if status == JobStatus.RETRYING or not self._send_finished:
             return
@@ -585,6 +603,7 @@ class Worker:
                 max(0.0, min(self.backend_config.heartbeat_seconds, until_deadline))
             )
             self._stop_expired(time.monotonic())
+            self.registry.beat(len(self.inflight))
             handles = [h for h in self.inflight.values() if h.stop_reason is None]
             if not handles and not self.fenced:
                 continue
@@ -655,6 +674,7 @@ class Worker:
             )
             for job in swept:
                 logger.warning("Job %s: lease expired, now %s.", job.id, job.status)
+                metrics.recovered(job.queue_name, job.task_path, job.status)
             if len(swept) < self.backend_config.sweep_batch:
                 break
         if self.use_wakeups and not self._redis_down:

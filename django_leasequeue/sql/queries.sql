@@ -66,7 +66,7 @@ WHERE id = ANY(%(ids)s::uuid[])
   AND (flow_key IS NULL OR %(limited)s::boolean)
 RETURNING id, task_path, queue_name, priority, backend, args, kwargs, attempt, max_attempts,
           lease_version, timeout_seconds, backoff_seconds, checkpoint, enqueued_at, started_at,
-          last_attempted_at, worker_ids, errors;
+          last_attempted_at, worker_ids, errors, run_after;
 
 -- name: claim_batch
 -- Poll path: claim up to %(limit)s::integer due unlimited jobs of the given queues (NULL = all) in priority order.
@@ -94,7 +94,7 @@ WHERE job.id = picked.id
 RETURNING job.id, job.task_path, job.queue_name, job.priority, job.backend, job.args, job.kwargs,
           job.attempt, job.max_attempts, job.lease_version, job.timeout_seconds,
           job.backoff_seconds, job.checkpoint, job.enqueued_at, job.started_at,
-          job.last_attempted_at, job.worker_ids, job.errors;
+          job.last_attempted_at, job.worker_ids, job.errors, job.run_after;
 
 -- name: heartbeat
 -- Renew every lease a worker holds in one statement; returns those still held, whether renewed, and their cancel flag.
@@ -272,7 +272,7 @@ SET status = CASE WHEN job.cancel_requested THEN 'cancelled'
     lease_expires_at = NULL
 FROM expired
 WHERE job.id = expired.id
-RETURNING job.id, job.status, job.queue_name;
+RETURNING job.id, job.status, job.queue_name, job.task_path;
 
 -- name: stale_due_jobs
 -- Sweep: due unlimited jobs nobody claimed for a while, to get a wakeup again (limited ones wait by design).
@@ -326,36 +326,115 @@ WHERE id = ANY(%(ids)s::uuid[]) AND status <> 'running'
 RETURNING id;
 
 -- name: queue_summary
--- Admin health check per queue: unfinished and failed counts, oldest due job, finished last minute.
-WITH counts AS (
-    SELECT queue_name,
-           count(*) FILTER (WHERE status = 'queued') AS queued,
-           count(*) FILTER (WHERE status = 'running') AS running,
-           count(*) FILTER (WHERE status = 'retrying') AS retrying,
-           count(*) FILTER (WHERE status = 'failed') AS failed
-    FROM leasequeue_job
-    WHERE status IN ('queued', 'running', 'retrying', 'failed')
-    GROUP BY queue_name
+-- Per queue: counts (exact up to %(exact_up_to)s, estimated from index probes above), oldest due age, finished last minute.
+WITH RECURSIVE pairs AS (
+    -- Loose index scan: one probe of the status_queue index per (status, queue) present.
+    (SELECT status, queue_name FROM leasequeue_job
+     WHERE status <> 'succeeded' ORDER BY status, queue_name LIMIT 1)
+    UNION ALL
+    SELECT next.status, next.queue_name FROM pairs, LATERAL (
+        SELECT status, queue_name FROM leasequeue_job
+        WHERE status <> 'succeeded' AND (status, queue_name) > (pairs.status, pairs.queue_name)
+        ORDER BY status, queue_name LIMIT 1) AS next
+), capped AS MATERIALIZED (
+    SELECT pairs.status, pairs.queue_name,
+           (SELECT count(*) FROM (
+                -- In index order, so that it is a walk of the status_queue index that stops
+                -- at the cap (never a bitmap of the whole backlog).
+                SELECT 1 FROM leasequeue_job AS job
+                WHERE job.status = pairs.status AND job.queue_name = pairs.queue_name
+                  AND job.status <> 'succeeded'
+                ORDER BY job.status, job.queue_name, job.id
+                LIMIT %(exact_up_to)s::integer) AS counted) AS exact
+    FROM pairs
+    WHERE pairs.status IN ('queued', 'running', 'retrying', 'failed')
+), spans AS MATERIALIZED (
+    -- The pairs over the cap: the first and last id of their stretch of the index, as positions
+    -- (an id's first 64 bits; uuid7 ids start with their enqueue time).
+    SELECT capped.status, capped.queue_name, first.pos AS lo, last.pos AS hi
+    FROM capped,
+         LATERAL (SELECT ('x' || left(replace(job.id::text, '-', ''), 16))::bit(64)::bigint AS pos
+                  FROM leasequeue_job AS job
+                  WHERE job.status = capped.status AND job.queue_name = capped.queue_name
+                    AND job.status <> 'succeeded'
+                  ORDER BY job.status, job.queue_name, job.id
+                  LIMIT 1) AS first,
+         LATERAL (SELECT ('x' || left(replace(job.id::text, '-', ''), 16))::bit(64)::bigint AS pos
+                  FROM leasequeue_job AS job
+                  WHERE job.status = capped.status AND job.queue_name = capped.queue_name
+                    AND job.status <> 'succeeded'
+                  ORDER BY job.status DESC, job.queue_name DESC, job.id DESC
+                  LIMIT 1) AS last
+    WHERE capped.exact >= %(exact_up_to)s::integer
+), probes AS (
+    -- Cut each stretch into equal slices of ids and read the first few index entries of each:
+    -- how densely they follow each other estimates how many the slice holds.
+    SELECT slices.status, slices.queue_name, slices.start_pos, slices.end_pos, probe.n,
+           probe.first_pos, probe.last_pos
+    FROM (SELECT spans.status, spans.queue_name,
+                 (spans.lo + (spans.hi::numeric - spans.lo + 1) * slice / %(slices)s::integer)::bigint
+                     AS start_pos,
+                 (spans.lo + (spans.hi::numeric - spans.lo + 1) * (slice + 1) / %(slices)s::integer)::bigint
+                     AS end_pos
+          FROM spans, generate_series(0, %(slices)s::integer - 1) AS slice) AS slices,
+         LATERAL (
+             SELECT count(*) AS n,
+                    ('x' || left(replace(min(id::text), '-', ''), 16))::bit(64)::bigint AS first_pos,
+                    ('x' || left(replace(max(id::text), '-', ''), 16))::bit(64)::bigint AS last_pos
+             FROM (SELECT job.id
+                   FROM leasequeue_job AS job
+                   WHERE job.status = slices.status AND job.queue_name = slices.queue_name
+                     AND job.status <> 'succeeded'
+                     AND job.id >= (lpad(to_hex(slices.start_pos), 16, '0') || repeat('0', 16))::uuid
+                     AND job.id < (lpad(to_hex(slices.end_pos), 16, '0') || repeat('0', 16))::uuid
+                   ORDER BY job.status, job.queue_name, job.id
+                   LIMIT %(per_slice)s::integer) AS entries
+         ) AS probe
+), estimates AS MATERIALIZED (
+    SELECT status, queue_name,
+           sum(CASE WHEN probe_full AND last_pos > first_pos
+                    THEN (n - 1) * (end_pos::numeric - first_pos) / (last_pos - first_pos)
+                    ELSE n END) AS estimate
+    FROM (SELECT probes.*, n >= %(per_slice)s::integer AS probe_full FROM probes) AS probed
+    GROUP BY status, queue_name
+), counts AS (
+    SELECT status, queue_name, exact >= %(exact_up_to)s::integer AS estimated,
+           CASE WHEN exact < %(exact_up_to)s::integer THEN exact
+                ELSE greatest(exact, (SELECT round(estimate)::bigint FROM estimates
+                                      WHERE estimates.status = capped.status
+                                        AND estimates.queue_name = capped.queue_name)) END AS jobs
+    FROM capped
 ), due AS (
-    SELECT queue_name, min(run_after) AS oldest_due
-    FROM leasequeue_job
-    WHERE status IN ('queued', 'retrying') AND run_after <= now()
-    GROUP BY queue_name
+    SELECT queues.queue_name,
+           (SELECT min(run_after) FROM leasequeue_job
+            WHERE status IN ('queued', 'retrying') AND queue_name = queues.queue_name
+              AND run_after <= now()) AS oldest_due
+    FROM (SELECT DISTINCT queue_name FROM pairs WHERE status IN ('queued', 'retrying')) AS queues
 ), finished AS (
     SELECT queue_name, count(*) AS finished_last_minute
     FROM leasequeue_job
     WHERE status IN ('succeeded', 'failed', 'cancelled')
       AND finished_at >= now() - interval '1 minute'
     GROUP BY queue_name
+), by_queue AS (
+    SELECT queue_name,
+           sum(jobs) FILTER (WHERE status = 'queued') AS queued,
+           sum(jobs) FILTER (WHERE status = 'running') AS running,
+           sum(jobs) FILTER (WHERE status = 'retrying') AS retrying,
+           sum(jobs) FILTER (WHERE status = 'failed') AS failed,
+           array_agg(status::text ORDER BY status) FILTER (WHERE estimated) AS estimated
+    FROM counts
+    GROUP BY queue_name
 )
 SELECT queue_name,
-       coalesce(counts.queued, 0) AS queued,
-       coalesce(counts.running, 0) AS running,
-       coalesce(counts.retrying, 0) AS retrying,
-       coalesce(counts.failed, 0) AS failed,
+       coalesce(by_queue.queued, 0)::bigint AS queued,
+       coalesce(by_queue.running, 0)::bigint AS running,
+       coalesce(by_queue.retrying, 0)::bigint AS retrying,
+       coalesce(by_queue.failed, 0)::bigint AS failed,
+       coalesce(by_queue.estimated, '{}') AS estimated,
        now() - due.oldest_due AS oldest_due_age,
        coalesce(finished.finished_last_minute, 0) AS finished_last_minute
-FROM counts
+FROM by_queue
 FULL JOIN due USING (queue_name)
 FULL JOIN finished USING (queue_name)
 ORDER BY queue_name;
@@ -508,3 +587,47 @@ WHERE status IN ('queued', 'retrying', 'running') AND flow_key IS NOT NULL
 GROUP BY flow_key
 ORDER BY count(*) FILTER (WHERE status = 'running') DESC, count(*) DESC, flow_key
 LIMIT %(limit)s::integer;
+-- name: worker_beat
+-- Registry: insert or refresh a worker process's row (its heartbeat tick; one statement).
+INSERT INTO leasequeue_worker (id, host, pid, queues, concurrency, lease_seconds, started_at,
+                               heartbeat_at, jobs_running, jobs_done, stopped_at, exit)
+VALUES (%(id)s::text, %(host)s::text, %(pid)s::integer, %(queues)s::jsonb,
+        %(concurrency)s::integer, %(lease_seconds)s::float8, %(started_at)s::timestamptz, now(),
+        %(jobs_running)s::integer, %(jobs_done)s::bigint, NULL, '')
+ON CONFLICT (id) DO UPDATE
+SET heartbeat_at = now(), jobs_running = excluded.jobs_running, jobs_done = excluded.jobs_done,
+    stopped_at = NULL, exit = '';
+
+-- name: worker_stopped
+-- Registry: a worker process ended (itself on shutdown, or its supervisor saw it die); kept for retention.
+UPDATE leasequeue_worker
+SET stopped_at = now(), exit = %(exit)s::text, jobs_running = 0
+WHERE id = %(id)s::text AND stopped_at IS NULL
+RETURNING id;
+
+-- name: prune_workers
+-- Registry: delete the rows of workers stopped or silent for longer than the retention.
+DELETE FROM leasequeue_worker
+WHERE coalesce(stopped_at, heartbeat_at) < now() - make_interval(secs => %(retention_seconds)s::float8)
+RETURNING id;
+
+-- name: workers
+-- Registry: every worker row, whether it is alive now (stopped, or no heartbeat within its lease = dead).
+SELECT id, host, pid, queues, concurrency, started_at, heartbeat_at, jobs_running, jobs_done,
+       stopped_at, exit,
+       now() - heartbeat_at AS heartbeat_age,
+       stopped_at IS NULL
+           AND heartbeat_at >= now() - make_interval(secs => lease_seconds) AS alive
+FROM leasequeue_worker
+ORDER BY alive DESC, started_at DESC, id;
+
+-- name: workers_alive
+-- Metrics: how many worker processes are alive now (not stopped, heartbeat within their lease).
+SELECT count(*) AS alive FROM leasequeue_worker
+WHERE stopped_at IS NULL AND heartbeat_at >= now() - make_interval(secs => lease_seconds);
+
+-- name: count_prunable
+-- How many jobs prune_finished would delete (prunejobs' progress in a terminal; the finished index).
+SELECT count(*) AS prunable FROM leasequeue_job
+WHERE status = ANY(%(statuses)s::text[])
+  AND finished_at < now() - make_interval(secs => %(older_than_seconds)s::float8);

@@ -1,5 +1,6 @@
 """``manage.py prunejobs`` deletes old finished jobs only, in batches."""
 
+import re
 from datetime import timedelta
 from io import StringIO
 
@@ -52,3 +53,58 @@ def test_status_filter_keeps_the_others(backend):
 def test_bad_arguments_are_refused(args, message):
     with pytest.raises(CommandError, match=message):
         call_command("prunejobs", *args)
+
+
+def test_quiet_without_a_terminal(backend):
+    for _ in range(30):
+        _job("succeeded", 30)
+    out = StringIO()
+    call_command("prunejobs", "--days", "7", "--batch", "7", stdout=out)
+    assert out.getvalue() == "Deleted 30 finished job(s) older than 7.0 day(s).\n"
+
+
+def test_progress_in_a_terminal_rows_rate_and_time_left(backend):
+    """The real command in a pseudo-terminal: the line redraws with rows, rate and time left."""
+    import os
+    import pty
+    import select
+    import subprocess
+    import sys
+
+    from tests.acceptance.harness import ROOT, test_database_url
+
+    for _ in range(60):
+        _job("succeeded", 30)
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "django", "prunejobs", "--days", "7", "--batch", "10"],
+        cwd=ROOT,
+        env={
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "tests.settings",
+            "DATABASE_URL": test_database_url(),
+            "PYTHONPATH": str(ROOT),
+        },
+        stdout=follower,
+        stderr=follower,
+    )
+    os.close(follower)
+    output = b""
+    while True:
+        if select.select([leader], [], [], 30)[0]:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the command exited and closed the terminal
+                break
+            if not chunk:
+                break
+            output += chunk
+        else:
+            break
+    assert process.wait(30) == 0
+    os.close(leader)
+    text = output.decode()
+    assert "\r\x1b[K" in text
+    assert re.search(r"Deleted 60 of 60 \(100%\), [\d,]+ rows/s, about 0 s left", text), text
+    assert text.rstrip().endswith("Deleted 60 finished job(s) older than 7.0 day(s).")
+    assert Job.objects.count() == 0

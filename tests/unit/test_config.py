@@ -27,11 +27,30 @@ def test_defaults_are_documented_and_sane():
         ({"prepared_statements": 1}, r"expected True or False"),
         ({"key_prefix": ""}, r"expected a non-empty string"),
         ({"lease_seconds": 10, "heartbeat_seconds": 6}, r"at most half of lease_seconds"),
+        (
+            {"metrics_port": "9100"},
+            r"OPTIONS\['metrics_port'\] = '9100' is invalid: expected a positive int",
+        ),
+        ({"metrics_port": 0}, r"expected a positive int"),
+        (
+            {"metrics_token": ""},
+            r"OPTIONS\['metrics_token'\] = '' is invalid: expected a non-empty",
+        ),
+        ({"metrics_token": 42}, r"expected a non-empty string"),
+        ({"worker_retention_seconds": 0}, r"expected a positive float"),
     ],
 )
 def test_bad_options_are_refused_with_the_reason(options, message):
     with pytest.raises(ImproperlyConfigured, match=message):
         BackendConfig.from_options(options)
+
+
+def test_metrics_options_default_to_off_and_take_their_values():
+    assert BackendConfig.from_options({}).metrics_token is None
+    assert BackendConfig.from_options({}).metrics_port is None
+    opts = BackendConfig.from_options({"metrics_token": "t0k", "metrics_port": 9300})
+    assert (opts.metrics_token, opts.metrics_port) == ("t0k", 9300)
+    assert BackendConfig.from_options({}).worker_retention_seconds == 86400
 
 
 def test_redis_alias_may_be_none_for_polling_only():

@@ -4,9 +4,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from django_leasequeue import protocol
+from django_leasequeue import pruning
 from django_leasequeue.backend import lease_queue_backend
 from django_leasequeue.management.arguments import non_negative_float, positive_int
+from django_leasequeue.management.progress_line import ProgressLine
 from django_leasequeue.status import JobStatus
 from django_leasequeue.tasks_framework import InvalidTaskBackend
 
@@ -37,15 +38,15 @@ class Command(BaseCommand):
             backend = lease_queue_backend(options["backend"])
         except InvalidTaskBackend as exc:
             raise CommandError(f"--backend {options['backend']!r}: {exc}") from exc
-        statement = protocol.prune_finished(
+        terminal = self.stdout.isatty()  # progress on a terminal; quiet under cron
+        progress = ProgressLine(self.stdout) if terminal else None
+        deleted = pruning.prune(
+            backend.config.database,
             statuses=options["status"] or JobStatus.terminal(),
             older_than_seconds=options["days"] * 86400,
-            limit=options["batch"],
+            batch=options["batch"],
+            on_progress=progress,
         )
-        deleted = 0
-        while True:  # short statements, each its own transaction: no long lock on the table
-            batch = protocol.execute(statement, backend.config.database)
-            deleted += batch
-            if batch < options["batch"]:
-                break
+        if progress is not None:
+            progress.end()
         self.stdout.write(f"Deleted {deleted} finished job(s) older than {options['days']} day(s).")

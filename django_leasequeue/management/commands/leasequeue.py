@@ -1,0 +1,74 @@
+"""``manage.py leasequeue status [--json] [--watch] [--max-age SECONDS]``: the operator's view.
+
+The command only parses arguments; ``status_report`` builds and renders the report.
+"""
+
+import json
+import time
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from django_leasequeue import status_report
+from django_leasequeue.backend import lease_queue_backend
+from django_leasequeue.management.arguments import non_negative_float, positive_float
+from django_leasequeue.tasks_framework import InvalidTaskBackend
+
+# ANSI: cursor home, clear the screen (a --watch refresh in a terminal).
+_CLEAR = "\x1b[H\x1b[2J"
+
+
+class Command(BaseCommand):
+    help = "Operate the job queue. 'status': queues, live workers, and whether all is well."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        commands = parser.add_subparsers(dest="subcommand", required=True, metavar="{status}")
+        status = commands.add_parser(
+            "status",
+            help="Per queue counts, oldest due job and rate; live workers. Exit status 1 when "
+            "no worker is alive or a queue's oldest due job is older than --max-age.",
+            description="Exit status 1 when no worker is alive or a queue's oldest due job is "
+            "older than --max-age (a container health check).",
+        )
+        status.add_argument("--json", action="store_true", help="Machine-readable output.")
+        status.add_argument(
+            "--watch", action="store_true", help="Refresh in place until interrupted."
+        )
+        status.add_argument(
+            "--interval",
+            type=positive_float,
+            default=2.0,
+            help="Seconds between --watch refreshes (default 2).",
+        )
+        status.add_argument(
+            "--max-age",
+            type=non_negative_float,
+            metavar="SECONDS",
+            help="Unhealthy when a queue's oldest due job has waited longer than this.",
+        )
+        status.add_argument("--backend", default="default", help="The TASKS alias.")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            backend = lease_queue_backend(options["backend"])
+        except InvalidTaskBackend as exc:
+            raise CommandError(f"--backend {options['backend']!r}: {exc}") from exc
+        in_terminal = self.stdout.isatty()
+        try:
+            while True:
+                report = status_report.build(backend, max_age_seconds=options["max_age"])
+                if options["json"]:
+                    self.stdout.write(json.dumps(status_report.as_json(report)))
+                else:
+                    clear = _CLEAR if options["watch"] and in_terminal else ""
+                    self.stdout.write(clear + status_report.render_text(report))
+                if not options["watch"]:
+                    break
+                self.stdout.flush()
+                time.sleep(options["interval"])
+                if not in_terminal and not options["json"]:
+                    self.stdout.write("")
+        except KeyboardInterrupt:
+            pass
+        if report.problems:
+            raise CommandError("unhealthy: " + "; ".join(report.problems), returncode=1)

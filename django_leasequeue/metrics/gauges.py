@@ -1,0 +1,51 @@
+"""Gauges read from PostgreSQL when Prometheus scrapes: one collector, two statements.
+
+Per queue: jobs queued, running and retrying, and the oldest due job's age; and the number of
+worker processes alive. The counts are the admin summary's (``queue_summary``): exact up to a
+few thousand, estimated from a sample above, so a scrape stays fast on any backlog.
+"""
+
+from collections.abc import Iterator
+from typing import Any
+
+from django_leasequeue import protocol
+from django_leasequeue.metrics.client import require
+
+_PER_QUEUE = (
+    ("leasequeue_jobs_queued", "Jobs waiting in the queue (due or not).", "queued"),
+    ("leasequeue_jobs_running", "Jobs a worker holds under a lease.", "running"),
+    ("leasequeue_jobs_retrying", "Jobs waiting for another attempt.", "retrying"),
+)
+
+
+class DatabaseCollector:
+    """A prometheus-client collector over the job table of ``database``."""
+
+    def __init__(self, database: str) -> None:
+        self.database = database
+
+    def describe(self) -> list[Any]:
+        return []  # not known before a scrape; registering it must not query the database
+
+    def collect(self) -> Iterator[Any]:
+        metric_family = require().metrics_core.GaugeMetricFamily
+        summary = protocol.execute(protocol.queue_summary(), self.database)
+        for name, documentation, column in _PER_QUEUE:
+            family = metric_family(name, documentation, labels=["queue"])
+            for row in summary:
+                family.add_metric([row["queue_name"]], row[column])
+            yield family
+        oldest = metric_family(
+            "leasequeue_oldest_due_job_age_seconds",
+            "How long the oldest due, unclaimed job of the queue has waited (0 when none).",
+            labels=["queue"],
+        )
+        for row in summary:
+            age = row["oldest_due_age"]
+            oldest.add_metric([row["queue_name"]], age.total_seconds() if age else 0.0)
+        yield oldest
+        yield metric_family(
+            "leasequeue_workers_alive",
+            "Worker processes alive: not stopped, heartbeat within their lease.",
+            value=protocol.execute(protocol.workers_alive(), self.database),
+        )
