@@ -1,9 +1,12 @@
 """Throwaway servers that a test owns: started on a free port, stopped (or killed) at will."""
 
+import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
+from pathlib import Path
 
 import redis
 
@@ -65,3 +68,48 @@ class RedisServer:
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
+
+
+class PostgresServer:
+    """A PostgreSQL cluster of the test's own (``initdb`` in a temporary directory, a free port,
+    trust authentication), so that the test can stop it and start it again. As root, it runs as
+    the ``postgres`` account (PostgreSQL refuses to run as root)."""
+
+    def __init__(self) -> None:
+        initdb = shutil.which("initdb")
+        if initdb is None:
+            raise RuntimeError("initdb is not installed; the test needs its own PostgreSQL.")
+        # PATH may hold a symlink to initdb alone: pg_ctl is in the installation's bin.
+        self._bin = Path(initdb).resolve().parent
+        self.port = free_port()
+        self.workdir = Path(tempfile.mkdtemp(prefix="leasequeue-pg-"))
+        self._as_user: list[str] = []
+        if os.geteuid() == 0:
+            self._as_user = ["runuser", "-u", "postgres", "--"]
+            shutil.chown(self.workdir, "postgres")
+        self._run("initdb", "-D", self.workdir / "data", "-U", "postgres", "--auth=trust")
+
+    def url(self, database: str) -> str:
+        return f"postgres://postgres@127.0.0.1:{self.port}/{database}"
+
+    def start(self) -> "PostgresServer":
+        options = f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.workdir} -c fsync=off"
+        data, log = self.workdir / "data", self.workdir / "log"
+        self._run("pg_ctl", "-D", data, "-o", options, "-l", log, "-w", "start")
+        return self
+
+    def stop(self, mode: str = "fast") -> None:
+        """Stop the server: ``fast`` ends every session (a restart), ``immediate`` is a crash."""
+        self._run("pg_ctl", "-D", self.workdir / "data", "-m", mode, "-w", "stop")
+
+    def remove(self) -> None:
+        if (self.workdir / "data" / "postmaster.pid").exists():
+            self.stop("immediate")
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def _run(self, program: str, *args: object) -> None:
+        subprocess.run(
+            [*self._as_user, self._bin / program, *map(str, args)],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
