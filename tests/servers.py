@@ -113,3 +113,75 @@ class PostgresServer:
             check=True,
             stdout=subprocess.DEVNULL,
         )
+
+
+class PgBouncerServer:
+    """A PgBouncer of the test's own in front of ``target`` (host, port), on a free port, in
+    ``pool_mode`` (transaction pooling by default: the mode that breaks session state). As root
+    it runs as the ``postgres`` account (PgBouncer refuses to run as root).
+
+    ``ignore_startup_parameters = options``: PgBouncer (before 1.20's ``track_extra_parameters``)
+    refuses a client that sends ``options``, and the worker sends its ``statement_timeout``
+    there; ``extra_float_digits`` is what some drivers send."""
+
+    def __init__(self, binary: str, target: tuple[str, int], pool_mode: str = "transaction"):
+        self.binary = binary
+        self.port = free_port()
+        self.workdir = Path(tempfile.mkdtemp(prefix="leasequeue-pgbouncer-"))
+        host, port = target
+        (self.workdir / "userlist.txt").write_text('"postgres" ""\n')
+        (self.workdir / "pgbouncer.ini").write_text(
+            "[databases]\n"
+            f"* = host={host} port={port}\n"
+            "[pgbouncer]\n"
+            "listen_addr = 127.0.0.1\n"
+            f"listen_port = {self.port}\n"
+            "unix_socket_dir =\n"
+            "auth_type = trust\n"
+            f"auth_file = {self.workdir / 'userlist.txt'}\n"
+            f"pool_mode = {pool_mode}\n"
+            "max_client_conn = 1000\n"
+            "default_pool_size = 20\n"
+            "ignore_startup_parameters = options, extra_float_digits\n"
+            f"logfile = {self.workdir / 'pgbouncer.log'}\n"
+        )
+        self._as_user: list[str] = []
+        if os.geteuid() == 0:
+            self._as_user = ["runuser", "-u", "postgres", "--"]
+            for path in (self.workdir, *self.workdir.iterdir()):
+                shutil.chown(path, "postgres")
+        self.process: subprocess.Popen | None = None
+
+    def url(self, database: str) -> str:
+        return f"postgres://postgres@127.0.0.1:{self.port}/{database}"
+
+    def start(self) -> "PgBouncerServer":
+        self.process = subprocess.Popen(
+            [*self._as_user, self.binary, str(self.workdir / "pgbouncer.ini")],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    return self
+            except OSError:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"PgBouncer did not start:\n{self.log()}") from None
+                time.sleep(0.05)
+
+    def log(self) -> str:
+        path = self.workdir / "pgbouncer.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+            self.process = None
+        shutil.rmtree(self.workdir, ignore_errors=True)

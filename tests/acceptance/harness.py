@@ -101,6 +101,24 @@ class Workers:
         return self.log_path.read_text(errors="replace")
 
 
+def django_shell(database_url: str, code: str, **env: str) -> subprocess.CompletedProcess:
+    """Run ``code`` in a fresh Django process on ``database_url`` (``manage.py shell -c``)."""
+    return subprocess.run(
+        [sys.executable, "-m", "django", "shell", "-c", code],
+        cwd=ROOT,
+        env={
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "tests.settings",
+            "DATABASE_URL": database_url,
+            "PYTHONPATH": str(ROOT),
+            **env,
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
 def _cmdline(pid: int) -> bytes:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes()

@@ -13,7 +13,7 @@ import redis
 from django.conf import settings
 
 from tests.acceptance import harness
-from tests.acceptance.harness import wait_until
+from tests.acceptance.harness import django_shell, wait_until
 from tests.servers import PostgresServer
 
 pytestmark = [pytest.mark.crash]
@@ -23,24 +23,6 @@ DOWN_SECONDS = 10
 # Leases long enough to survive a busy moment, short enough that the jobs of the outage come
 # back quickly; the worker self-fences (stops the jobs) before they expire.
 OPTIONS = {"lease_seconds": 5, "heartbeat_seconds": 1, "sweep_seconds": 0.5}
-
-
-def django_in(database_url: str, code: str, **env: str) -> subprocess.CompletedProcess:
-    """Run ``code`` in a fresh Django process on ``database_url`` (``manage.py shell -c``)."""
-    return subprocess.run(
-        [sys.executable, "-m", "django", "shell", "-c", code],
-        cwd=harness.ROOT,
-        env={
-            **os.environ,
-            "DJANGO_SETTINGS_MODULE": "tests.settings",
-            "DATABASE_URL": database_url,
-            "PYTHONPATH": str(harness.ROOT),
-            **env,
-        },
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 @pytest.fixture
@@ -78,7 +60,7 @@ def scalar(url: str, sql: str) -> int:
 
 def test_a_full_postgresql_restart_mid_run_loses_nothing(start_workers, own_postgres):
     server, url = own_postgres
-    enqueue = django_in(
+    enqueue = django_shell(
         url,
         "import random\n"
         "from tests.tasks import recorded_work\n"
@@ -102,7 +84,7 @@ def test_a_full_postgresql_restart_mid_run_loses_nothing(start_workers, own_post
     # (its own key prefix shows whether a wakeup went to Redis).
     down_options = json.dumps({"key_prefix": "lqdown"})
     started = time.monotonic()
-    failed = django_in(
+    failed = django_shell(
         url,
         "from tests.tasks import add\n"
         "try:\n"
