@@ -45,6 +45,20 @@ class StopClock:
         return max(UNWIND_SECONDS, self.writes_end - time.monotonic())
 
 
+async def unless_stopped(awaitable: Coroutine[Any, Any, None], stopping: asyncio.Event) -> bool:
+    """Await ``awaitable`` unless a stop is requested first (a worker starting while PostgreSQL
+    is down waits for it, but not past a stop request); whether it finished."""
+    task = asyncio.ensure_future(awaitable)
+    stop = asyncio.create_task(stopping.wait())
+    await asyncio.wait([task, stop], return_when=asyncio.FIRST_COMPLETED)
+    stop.cancel()
+    if task.done():
+        task.result()  # its error, if any, is the caller's
+        return True
+    await finish_or_cancel([task], 0, "connecting to PostgreSQL")
+    return False
+
+
 async def end_claiming(claiming: asyncio.Task, clock: StopClock) -> None:
     """Let the claim loop see the stop; a claim PostgreSQL does not answer is cancelled when
     the grace ends (jobs it claimed without the worker learning of it wait for their lease)."""

@@ -28,6 +28,7 @@ from django_leasequeue.runtime.shutdown import (
     end_claiming,
     end_runners,
     stop_services,
+    unless_stopped,
 )
 from django_leasequeue.runtime.task_signals import TaskSignalDispatcher, wanted
 from django_leasequeue.runtime.threads import JobThreads
@@ -170,7 +171,10 @@ class Worker:
             self.config.concurrency,
             "redis" if self.use_wakeups else "off (polling)",
         )
-        await self._sweep_once()
+        if not await unless_stopped(self._sweep_once(), self.stopping):
+            await close_within(self.beat_db.close())
+            logger.info("Worker %s stopped before PostgreSQL answered.", self.worker_id)
+            return
         if on_started is not None:
             on_started()
         services = [

@@ -13,6 +13,7 @@ from django_leasequeue.runtime.shutdown import STOP_SECONDS
 from tests.acceptance import harness
 from tests.acceptance.harness import wait_until
 from tests.proxy import PartitionableProxy
+from tests.servers import free_port
 from tests.signal_log import ENV_VAR
 from tests.tasks import async_sleep
 
@@ -107,3 +108,23 @@ def test_a_second_stop_kills_a_worker_that_does_not_stop_and_says_so_once(start_
     workers.signal(signal.SIGTERM)
     workers.process.wait(30)
     assert workers.log().count("Worker process 0 did not stop; killing it.") == 1
+
+
+def test_a_worker_waiting_for_postgresql_at_start_up_stops_at_once(start_workers):
+    """PostgreSQL down when the workers start (nothing listens on its port): they wait for it,
+    which is not a failed start-up, and a stop request ends that wait."""
+    nowhere = harness.test_database_url().replace(
+        f":{connection.settings_dict['PORT']}/", f":{free_port()}/"
+    )
+    workers = start_workers("--processes", "2", "--grace", "30", database_url=nowhere)
+    wait_until(
+        lambda: workers.log().count("Cannot connect to PostgreSQL") >= 4, 30, "connect attempts"
+    )
+    assert workers.process.poll() is None  # waiting, not giving up
+    stopped_at = time.monotonic()
+    workers.signal(signal.SIGTERM)
+    assert workers.process.wait(20) == 0
+    took = time.monotonic() - stopped_at
+    print(f"stop of workers waiting for PostgreSQL: {took:.1f} s")
+    assert took < 5
+    assert "could not start" not in workers.log()
