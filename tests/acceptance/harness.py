@@ -14,6 +14,9 @@ from django.db import connection
 
 ROOT = Path(__file__).resolve().parents[2]
 
+# The environment of a process that reaches PostgreSQL through PgBouncer (docs/pgbouncer.md).
+THROUGH_PGBOUNCER = {"DJANGO_SETTINGS_MODULE": "tests.settings_pgbouncer"}
+
 # Short leases so that crash recovery happens within seconds.
 FAST_OPTIONS = {
     "lease_seconds": 1.5,

@@ -14,35 +14,18 @@ from django.conf import settings
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
 from django.contrib.auth.models import User
 from django.contrib.sessions.backends.db import SessionStore
-from django.db import connection
 
-from devtools.pgbouncer import INSTALL_HINT, ensure_pgbouncer
 from django_leasequeue.progress.access import TOKEN_HEADER, job_token
 from tests.acceptance.asgi_server import Daphne
-from tests.acceptance.harness import django_shell, wait_until
+from tests.acceptance.harness import THROUGH_PGBOUNCER, django_shell, wait_until
 from tests.acceptance.test_crashes import (
     assert_every_job_committed_exactly_once,
     enqueue_work,
     unfinished,
 )
 from tests.models import Receipt
-from tests.servers import PgBouncerServer
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.crash]
-
-THROUGH_PGBOUNCER = {"DJANGO_SETTINGS_MODULE": "tests.settings_pgbouncer"}
-
-
-@pytest.fixture
-def pgbouncer():
-    """A PgBouncer in transaction pooling mode in front of the test database, and its URL."""
-    binary = ensure_pgbouncer()
-    if binary is None:
-        pytest.skip(f"PgBouncer is not installed and could not be installed: {INSTALL_HINT}")
-    db = connection.settings_dict
-    server = PgBouncerServer(binary, (db["HOST"], int(db["PORT"]))).start()
-    yield server, server.url(db["NAME"])
-    server.stop()
 
 
 def _get(url: str, **headers: str) -> tuple[int, str]:
