@@ -179,7 +179,7 @@ class Supervisor:
             return
         delay = _RESTART_DELAYS[min(slot.startup_failures - 1, len(_RESTART_DELAYS) - 1)]
         logger.error(
-            "Worker process %d could not start (attempt %d of %d, same error); retrying in %ss.",
+            "Worker process %d could not start (attempt %d of %d, error above); retrying in %ss.",
             slot.index,
             slot.startup_failures,
             STARTUP_ATTEMPTS,
