@@ -40,7 +40,7 @@ if sys.version_info < NEEDED:  # started by whatever python3 the machine has
         )
     os.execv(_python, [_python, os.path.abspath(__file__), *sys.argv[1:]])
 
-from devtools import browser, demo, services, venv  # noqa: E402 (after the version check)
+from devtools import browser, demo, pgbouncer, services, venv  # noqa: E402 (after the check)
 
 # The Django series the suite runs on: None is the newest release (``.venv``), then the LTS.
 DJANGO_SERIES = {"newest": None, "5.2": "5.2"}
@@ -63,9 +63,11 @@ def run_tests(pytest_args: list[str], series: list[str]) -> int:
             return 1
     pythons = {name: venv.ensure("test", DJANGO_SERIES[name]) for name in series}
     chromium = browser.ensure_chromium(python)
+    # The PgBouncer tests skip (saying why) when there is no way to get one.
+    bouncer = {pgbouncer.ENV_VAR: found} if (found := pgbouncer.ensure_pgbouncer()) else {}
     failed = []
     with services.services() as env:
-        env = {**os.environ, **env, browser.ENV_VAR: chromium}
+        env = {**os.environ, **env, browser.ENV_VAR: chromium, **bouncer}
         for name, series_python in pythons.items():
             print(f"=== Django {name} ({_django_version(series_python)}) ===", flush=True)
             if _suite(series_python, pytest_args, env):

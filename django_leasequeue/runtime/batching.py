@@ -14,17 +14,26 @@ class Batcher[T](ABC):
     def __init__(self) -> None:
         self._pending: list[T] = []
         self._wake = asyncio.Event()
+        self._stopping = False
 
     def add(self, item: T) -> None:
         self._pending.append(item)
         self._wake.set()
 
     async def run(self) -> None:
-        """Process batches until cancelled."""
-        while True:
+        """Process batches until ``stop()``; what was added before it still goes out.
+
+        Cancelling ``run`` instead may drop the batch being processed (a cancelled thread hop
+        never runs its function): a worker stops its batchers, it does not cancel them."""
+        while not self._stopping or self._pending:
             await self._wake.wait()
             self._wake.clear()
             await self.flush()
+
+    def stop(self) -> None:
+        """End ``run`` once everything added so far is processed."""
+        self._stopping = True
+        self._wake.set()
 
     async def flush(self) -> None:
         batch, self._pending = self._pending, []

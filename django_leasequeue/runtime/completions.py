@@ -28,7 +28,9 @@ class CompletionBatcher(Batcher[_Completion]):
             )
         except Exception as exc:
             for _, _, future in batch:
-                future.set_exception(exc)
+                if not future.done():  # its job was cancelled meanwhile (a bounded stop)
+                    future.set_exception(exc)
             return
         for lease, _, future in batch:
-            future.set_result(lease.job_id in applied)
+            if not future.done():
+                future.set_result(lease.job_id in applied)

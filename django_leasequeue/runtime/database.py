@@ -16,6 +16,22 @@ logger = logging.getLogger(__name__)
 _RECONNECT_DELAYS = (0.1, 0.25, 0.5, 1.0, 2.0)
 # How many times a statement PostgreSQL aborted for a deadlock runs again.
 _DEADLOCK_RETRIES = 5
+# What PostgreSQL says when it refuses a login for good (libpq gives connect errors no
+# SQLSTATE): waiting does not help, unlike a server that is down, starting or full.
+_REFUSED_LOGIN = (
+    "does not exist",  # database or role
+    "authentication failed",
+    "no pg_hba.conf entry",
+    "pg_hba.conf rejects connection",
+    "is not permitted to log in",
+    "permission denied for database",
+)
+
+
+def login_refused(exc: psycopg.OperationalError) -> bool:
+    """Whether a failed connect is PostgreSQL refusing this login (not a passing outage)."""
+    message = str(exc)
+    return "FATAL" in message and any(reason in message for reason in _REFUSED_LOGIN)
 
 
 class Database:
@@ -88,6 +104,8 @@ class Database:
                     lease_seconds=self.lease_seconds,
                 )
             except psycopg.OperationalError as exc:
+                if login_refused(exc):
+                    raise
                 delay = _RECONNECT_DELAYS[min(attempt, len(_RECONNECT_DELAYS) - 1)]
                 logger.warning("Cannot connect to PostgreSQL (%s); retrying in %.2fs.", exc, delay)
                 attempt += 1

@@ -5,8 +5,10 @@ import logging
 import os
 import signal
 import sys
+from multiprocessing.connection import Connection
 
 from django_leasequeue.runtime.config import WorkerConfig
+from django_leasequeue.runtime.startup import STARTUP_FAILED, StartupReporter
 
 # The signal the supervisor sends a worker process to stop now (release its jobs at once).
 STOP_NOW = signal.SIGUSR1
@@ -32,15 +34,34 @@ def configure_logging(level: str, who: str) -> None:
         logging.getLogger(name).setLevel(per_job)
 
 
-def worker_main(config: WorkerConfig, worker_id: str | None = None, slot: int = 0) -> None:
-    """Set up Django, run one Worker until it stops, and exit without waiting for job threads."""
-    import django
+def worker_main(
+    config: WorkerConfig,
+    worker_id: str | None = None,
+    startup: Connection | None = None,
+    slot: int = 0,
+) -> None:
+    """Set up Django, run one Worker until it stops, and exit without waiting for job threads.
 
-    django.setup()
-    configure_logging(config.log_level, f"worker {os.getpid()}")
+    Until the worker has started, an error goes to the supervisor through ``startup``. ``slot``
+    is the process's index (its metrics port is ``metrics_port + slot``)."""
+    reporter = StartupReporter(startup)
     # Ctrl-C reaches the whole process group; only the supervisor's SIGTERM should stop us.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    code = asyncio.run(_run(config, worker_id, slot))
+    try:
+        import django
+
+        django.setup()
+        configure_logging(config.log_level, f"worker {os.getpid()}")
+        # Not asyncio.run: its teardown waits for every task left, and a statement PostgreSQL
+        # never answers must not hold up the exit (the worker bounded its own stop already).
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        code = loop.run_until_complete(_run(config, worker_id, reporter, slot))
+    except BaseException:
+        if reporter.done:
+            raise
+        reporter.failed()
+        code = STARTUP_FAILED
     logging.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()
@@ -49,19 +70,16 @@ def worker_main(config: WorkerConfig, worker_id: str | None = None, slot: int = 
     os._exit(code)
 
 
-async def _run(config: WorkerConfig, worker_id: str | None, slot: int) -> int:
+async def _run(
+    config: WorkerConfig, worker_id: str | None, reporter: StartupReporter, slot: int
+) -> int:
     # Imported here, not at the top: a spawned child imports this module to find worker_main
     # before Django is set up, and the app's modules need the settings.
     from django_leasequeue.backend import lease_queue_backend
     from django_leasequeue.metrics import counters
     from django_leasequeue.runtime.worker import Worker
-    from django_leasequeue.tasks_framework import InvalidTaskBackend
 
-    try:
-        backend = lease_queue_backend(config.backend_alias)
-    except InvalidTaskBackend as exc:
-        logging.getLogger(__name__).error("%s", exc)
-        return 2
+    backend = lease_queue_backend(config.backend_alias)
     if backend.config.metrics_port is not None:  # each process on its own port
         counters.serve(backend.config.metrics_port + slot)
     worker = Worker(backend, config, worker_id)
@@ -70,5 +88,5 @@ async def _run(config: WorkerConfig, worker_id: str | None, slot: int) -> int:
     # SIGUSR1 when its own second signal asks to stop now.
     loop.add_signal_handler(signal.SIGTERM, worker.request_stop)
     loop.add_signal_handler(STOP_NOW, worker.request_stop_now)
-    await worker.run()
+    await worker.run(on_started=reporter.started)
     return 1 if worker.failed else 0

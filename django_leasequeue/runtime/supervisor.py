@@ -16,6 +16,7 @@ from django_leasequeue.metrics import counters as metrics
 from django_leasequeue.runtime.config import WorkerConfig
 from django_leasequeue.runtime.process import STOP_NOW, worker_main
 from django_leasequeue.runtime.registry import mark_dead
+from django_leasequeue.runtime.startup import StartupState, spawn_without_main
 from django_leasequeue.runtime.worker_id import new_worker_id
 
 logger = logging.getLogger(__name__)
@@ -25,6 +26,9 @@ _RESTART_DELAYS = (0.5, 1, 2, 5, 10, 30)
 _HEALTHY_RUN_SECONDS = 60.0
 # After a second stop signal, children still alive this long later are killed.
 _KILL_AFTER_SECONDS = 10.0
+# A slot whose process dies this many times in a row before it started ends runworkers
+# (restart delays 0.5 + 1 + 2 + 5 s in between); in burst mode the first time does.
+STARTUP_ATTEMPTS = 5
 
 
 @dataclass
@@ -38,6 +42,9 @@ class _Slot:
     restart_at: float = field(default=0.0)
     # The worker id the process runs under (its leases carry it).
     worker_id: str | None = None
+    # What the process said about its start-up.
+    startup: StartupState | None = None
+    startup_failures: int = 0
 
 
 class Supervisor:
@@ -47,7 +54,10 @@ class Supervisor:
         self.slots = [_Slot(i) for i in range(config.processes)]
         self.signals_received = 0
         self.hard_stop_at: float | None = None
+        # Set when worker processes cannot start: runworkers stops and exits non-zero.
+        self.gave_up = False
         self._killed: set[int | None] = set()
+        self._startup_error_shown: str | None = None
 
     def run(self) -> int:
         """Run until stopped (or, in burst mode, until every worker has drained); exit status."""
@@ -63,7 +73,11 @@ class Supervisor:
             if self.hard_stop_at is not None and time.monotonic() > self.hard_stop_at:
                 self._kill_all()
         logger.info("All worker processes stopped.")
-        return exit_code
+        return 1 if self.gave_up else exit_code
+
+    @property
+    def stopping(self) -> bool:
+        return bool(self.signals_received) or self.gave_up
 
     def _on_signal(self, signum: int, frame: object) -> None:
         self.signals_received += 1
@@ -83,12 +97,16 @@ class Supervisor:
 
     def _start(self, slot: _Slot) -> None:
         slot.worker_id = new_worker_id(suffix=f"w{slot.index}")
+        reader, writer = self.context.Pipe(duplex=False)
         process = self.context.Process(
             target=worker_main,
-            args=(self.config, slot.worker_id, slot.index),
+            args=(self.config, slot.worker_id, writer, slot.index),
             name=f"leasequeue-worker-{slot.index}",
         )
-        process.start()
+        with spawn_without_main():
+            process.start()
+        writer.close()
+        slot.startup = StartupState(reader)
         slot.process, slot.started_at = process, time.monotonic()
         logger.info("Started worker process %d (pid %d).", slot.index, process.pid)
 
@@ -103,7 +121,7 @@ class Supervisor:
         """Handle the slot's process if it exited: restart it unless stopping; its exit status."""
         now = time.monotonic()
         if slot.process is None:
-            if slot.restart_at and now >= slot.restart_at and not self.signals_received:
+            if slot.restart_at and now >= slot.restart_at and not self.stopping:
                 slot.restart_at = 0.0
                 self._start(slot)
             return 0
@@ -113,8 +131,13 @@ class Supervisor:
         slot.process.join()
         self._after_exit(slot, slot.process.pid, code)
         slot.process = None
-        if self.signals_received or (self.config.burst and code == 0):
+        started = self._read_startup(slot)
+        if self.stopping or (self.config.burst and code == 0):
             return 0 if code in (0, -signal.SIGTERM) else 1
+        if not started:
+            self._startup_failed(slot, code)
+            return 0
+        slot.startup_failures = 0
         self._expire_leases_of(slot)
         ran_for = now - slot.started_at
         slot.failures = 0 if ran_for > _HEALTHY_RUN_SECONDS else slot.failures + 1
@@ -138,6 +161,53 @@ class Supervisor:
             database = lease_queue_backend(self.config.backend_alias).config.database
             mark_dead(database, slot.worker_id, _describe_exit(code))
 
+    @staticmethod
+    def _read_startup(slot: _Slot) -> bool:
+        """Whether the slot's process that just exited had started (see ``startup``)."""
+        if slot.startup is None:
+            return False
+        slot.startup.read()
+        slot.startup.close()
+        return slot.startup.started
+
+    def _startup_failed(self, slot: _Slot, code: int | None) -> None:
+        """A process died before it started: show its error once; restart it, unless that
+        happened ``STARTUP_ATTEMPTS`` times in a row (or once in burst mode): then give up."""
+        reported = slot.startup.error if slot.startup is not None else None
+        error = reported or f"It died before it started ({_describe_exit(code)})."
+        slot.startup_failures += 1
+        if error != self._startup_error_shown:
+            self._startup_error_shown = error
+            logger.error("Worker process %d could not start:\n%s", slot.index, error)
+        give_up = self.config.burst or slot.startup_failures >= STARTUP_ATTEMPTS
+        if give_up:
+            logger.critical(
+                "Worker process %d could not start (%d attempt(s) in a row, error above): "
+                "stopping runworkers.",
+                slot.index,
+                slot.startup_failures,
+            )
+            self._give_up()
+            return
+        delay = _RESTART_DELAYS[min(slot.startup_failures - 1, len(_RESTART_DELAYS) - 1)]
+        logger.error(
+            "Worker process %d could not start (attempt %d of %d, error above); retrying in %ss.",
+            slot.index,
+            slot.startup_failures,
+            STARTUP_ATTEMPTS,
+            delay,
+        )
+        slot.restart_at = time.monotonic() + delay
+
+    def _give_up(self) -> None:
+        """Stop the other worker processes gracefully; runworkers then exits non-zero."""
+        self.gave_up = True
+        for slot in self.slots:
+            slot.restart_at = 0.0
+            if slot.process is not None and slot.process.pid is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(slot.process.pid, signal.SIGTERM)
+
     def _expire_leases_of(self, slot: _Slot) -> None:
         """A child that died holds leases nobody renews: end them now (fenced, by its worker
         id), so that the recover sweep hands its jobs on within a sweep, not a whole lease."""
@@ -159,7 +229,7 @@ class Supervisor:
             )
 
     def _restarts_pending(self) -> bool:
-        return not self.signals_received and any(slot.restart_at for slot in self.slots)
+        return not self.stopping and any(slot.restart_at for slot in self.slots)
 
     def _kill_all(self) -> None:
         for slot in self.slots:

@@ -5,6 +5,7 @@ import contextlib
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
@@ -24,6 +25,14 @@ from django_leasequeue.runtime.execution import Outcome, execute, resolve
 from django_leasequeue.runtime.flow_claims import FlowClaimer
 from django_leasequeue.runtime.handle import JobHandle, StopReason
 from django_leasequeue.runtime.registry import WorkerRegistry
+from django_leasequeue.runtime.shutdown import (
+    StopClock,
+    close_within,
+    end_claiming,
+    end_runners,
+    stop_services,
+    unless_stopped,
+)
 from django_leasequeue.runtime.task_signals import TaskSignalDispatcher, wanted
 from django_leasequeue.runtime.threads import JobThreads
 from django_leasequeue.runtime.worker_id import new_worker_id
@@ -143,6 +152,8 @@ class Worker:
         self.redis_calls = ThreadPoolExecutor(1, thread_name_prefix="leasequeue-redis")
         self.task_signals = TaskSignalDispatcher(type(backend))
         self.stopping = asyncio.Event()
+        # The deadlines of the stop (runtime.shutdown); a new one when the stop is requested.
+        self.stop_clock = StopClock(config.grace)
         self.hard_stop = asyncio.Event()
         self._slot_freed = asyncio.Event()
         self._redis_retry_at = 0.0
@@ -162,6 +173,7 @@ class Worker:
         supervisor)."""
         if not self.stopping.is_set():
             logger.info("Stopping: no new claims, %d job(s) in flight.", len(self.inflight))
+            self.stop_clock = StopClock(self.config.grace)
             self.stopping.set()
             self._slot_freed.set()
 
@@ -170,9 +182,11 @@ class Worker:
         if not self.hard_stop.is_set():
             logger.warning("Stopping now: releasing %d in-flight job(s).", len(self.inflight))
         self.request_stop()
+        self.stop_clock.grace_ends = 0.0
         self.hard_stop.set()
 
-    async def run(self) -> None:
+    async def run(self, on_started: Callable[[], None] | None = None) -> None:
+        """Run until stopped; ``on_started`` is called once PostgreSQL took the first sweep."""
         logger.info(
             "Worker %s: queues=%s concurrency=%d wakeups=%s",
             self.worker_id,
@@ -180,8 +194,13 @@ class Worker:
             self.config.concurrency,
             "redis" if self.use_wakeups else "off (polling)",
         )
-        await self._sweep_once()
+        if not await unless_stopped(self._sweep_once(), self.stopping):
+            await close_within(self.beat_db.close())
+            logger.info("Worker %s stopped before PostgreSQL answered.", self.worker_id)
+            return
         await self.registry.register()
+        if on_started is not None:
+            on_started()
         services = [
             asyncio.create_task(self._heartbeat_loop(), name="heartbeat"),
             asyncio.create_task(self._sweep_loop(), name="sweep"),
@@ -193,21 +212,24 @@ class Worker:
         try:
             await self._until_claiming_ends(claiming, services)
         finally:
-            for service in services:
-                service.cancel()
-            await asyncio.gather(*services, return_exceptions=True)
-            await self.completions.flush()
-            await self.task_signals.flush()
+            batchers = {"completions": self.completions, "task-signals": self.task_signals}
+            await stop_services(services, batchers, self.stop_clock)
             await self.registry.stopped()
-            await self.db.close()
-            await self.beat_db.close()
+            await close_within(self.db.close())
+            await close_within(self.beat_db.close())
             self.redis_thread.shutdown(wait=False, cancel_futures=True)
             self.redis_calls.shutdown(wait=False, cancel_futures=True)
             self.threads.shutdown()
         logger.info("Worker %s stopped.", self.worker_id)
 
     async def _claim_then_drain(self) -> None:
-        await self._claim_loop()
+        claiming = asyncio.create_task(self._claim_loop(), name="claim-loop")
+        stop = asyncio.create_task(self.stopping.wait())
+        await asyncio.wait([claiming, stop], return_when=asyncio.FIRST_COMPLETED)
+        stop.cancel()
+        await end_claiming(claiming, self.stop_clock)
+        if not claiming.cancelled() and claiming.exception() is not None:
+            raise claiming.exception()
         await self._drain()
 
     async def _until_claiming_ends(
@@ -239,13 +261,13 @@ class Worker:
             grace = asyncio.create_task(self.hard_stop.wait())
             await asyncio.wait(
                 [grace, asyncio.gather(*self.runners, return_exceptions=True)],
-                timeout=self.config.grace,
+                timeout=self.stop_clock.grace_left(),
                 return_when=asyncio.FIRST_COMPLETED,
             )
             grace.cancel()
         for handle in list(self.inflight.values()):
             handle.stop(StopReason.SHUTDOWN)
-        await asyncio.gather(*self.runners, return_exceptions=True)
+        await end_runners(list(self.runners), self.stop_clock)
 
     # Claiming
 

@@ -11,9 +11,18 @@ from tests.servers import free_port
 
 
 class Daphne:
-    def __init__(self, log_path: Path, port: int | None = None) -> None:
+    def __init__(
+        self,
+        log_path: Path,
+        port: int | None = None,
+        *,
+        database_url: str | None = None,
+        settings: str = "tests.settings",
+    ) -> None:
         self.port = port or free_port()
         self.log_path = log_path
+        self.database_url = database_url
+        self.settings = settings
         self.process: subprocess.Popen | None = None
 
     @property
@@ -23,8 +32,8 @@ class Daphne:
     def start(self) -> "Daphne":
         env = {
             **os.environ,
-            "DJANGO_SETTINGS_MODULE": "tests.settings",
-            "DATABASE_URL": test_database_url(),
+            "DJANGO_SETTINGS_MODULE": self.settings,
+            "DATABASE_URL": self.database_url or test_database_url(),
             "PYTHONPATH": str(ROOT),
         }
         with open(self.log_path, "ab") as log:

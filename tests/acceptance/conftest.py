@@ -1,6 +1,9 @@
 import pytest
+from django.db import connection
 
+from devtools.pgbouncer import INSTALL_HINT, ensure_pgbouncer
 from tests.acceptance.harness import Workers
+from tests.servers import PgBouncerServer
 
 
 @pytest.fixture
@@ -26,3 +29,15 @@ def pytest_runtest_makereport(item, call):
     report = yield
     setattr(item, f"rep_{report.when}", report)
     return report
+
+
+@pytest.fixture
+def pgbouncer():
+    """A PgBouncer in transaction pooling mode in front of the test database, and its URL."""
+    binary = ensure_pgbouncer()
+    if binary is None:
+        pytest.skip(f"PgBouncer is not installed and could not be installed: {INSTALL_HINT}")
+    db = connection.settings_dict
+    server = PgBouncerServer(binary, (db["HOST"], int(db["PORT"]))).start()
+    yield server, server.url(db["NAME"])
+    server.stop()

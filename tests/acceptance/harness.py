@@ -14,6 +14,9 @@ from django.db import connection
 
 ROOT = Path(__file__).resolve().parents[2]
 
+# The environment of a process that reaches PostgreSQL through PgBouncer (docs/pgbouncer.md).
+THROUGH_PGBOUNCER = {"DJANGO_SETTINGS_MODULE": "tests.settings_pgbouncer"}
+
 # Short leases so that crash recovery happens within seconds.
 FAST_OPTIONS = {
     "lease_seconds": 1.5,
@@ -99,6 +102,24 @@ class Workers:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
+
+
+def django_shell(database_url: str, code: str, **env: str) -> subprocess.CompletedProcess:
+    """Run ``code`` in a fresh Django process on ``database_url`` (``manage.py shell -c``)."""
+    return subprocess.run(
+        [sys.executable, "-m", "django", "shell", "-c", code],
+        cwd=ROOT,
+        env={
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "tests.settings",
+            "DATABASE_URL": database_url,
+            "PYTHONPATH": str(ROOT),
+            **env,
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def _cmdline(pid: int) -> bytes:

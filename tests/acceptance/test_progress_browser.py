@@ -10,6 +10,7 @@ from playwright.sync_api import Browser, Page, sync_playwright
 
 from tests.acceptance.asgi_server import Daphne
 from tests.acceptance.browser import launch_chromium
+from tests.acceptance.harness import THROUGH_PGBOUNCER
 from tests.progress_tasks import stepped
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
@@ -140,3 +141,33 @@ def test_bar_reconnects_after_the_server_restarts(launch_browser, daphne, start_
 
     _assert_finished_live(page, steps)
     assert len(sockets) >= 2, "the client never reconnected"
+
+
+def test_bar_moves_to_100_percent_over_websocket_through_pgbouncer(
+    pgbouncer, launch_browser, start_workers, tmp_path
+):
+    """Daphne and the workers reach PostgreSQL through PgBouncer in transaction pooling mode
+    (docs/pgbouncer.md): the bar still follows the job live over its websocket."""
+    _, through = pgbouncer
+    server = Daphne(
+        tmp_path / "daphne-pgbouncer.log", database_url=through, settings="tests.settings_pgbouncer"
+    ).start()
+    try:
+        start_workers(
+            "--concurrency",
+            "2",
+            options={"progress_interval_seconds": 0.1},
+            database_url=through,
+            env=THROUGH_PGBOUNCER,
+        )
+        steps = 10
+        job_id = stepped.enqueue(steps, 0.3).id
+        page = launch_browser().new_page()
+        sockets = []
+        page.on("websocket", lambda socket: sockets.append(socket.url))
+        page.goto(f"{server.url}/progress/{job_id}/")
+        page.evaluate(RECORD_BAR_VALUES)
+        _assert_finished_live(page, steps, moves=3)
+        assert len(sockets) == 1
+    finally:
+        server.stop()

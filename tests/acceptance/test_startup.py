@@ -1,0 +1,87 @@
+"""Worker processes that cannot start: runworkers shows the error once and gives up, instead of
+restarting them for ever. And a manage.py without the ``__main__`` guard. Real processes."""
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from django_leasequeue.models import Job
+from django_leasequeue.runtime.supervisor import STARTUP_ATTEMPTS
+from tests.acceptance import harness
+from tests.tasks import add
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.crash]
+
+# STARTUP_ATTEMPTS starts take 20-50 s here (restart delays 0.5 + 1 + 2 + 5 s and Django's
+# start-up each time); the bound leaves room for a loaded 2-core machine.
+GIVE_UP_WITHIN_SECONDS = 120
+
+
+def _missing_database_url() -> str:
+    return harness.test_database_url().rsplit("/", 1)[0] + "/leasequeue_no_such_database"
+
+
+def test_workers_refused_by_postgresql_end_runworkers_with_the_error_shown_once(start_workers):
+    started = time.monotonic()
+    workers = start_workers("--processes", "2", database_url=_missing_database_url())
+    code = workers.process.wait(GIVE_UP_WITHIN_SECONDS)
+    took = time.monotonic() - started
+    log = workers.log()
+    assert code != 0
+    assert log.count('database "leasequeue_no_such_database" does not exist') == 1, log
+    assert f"could not start ({STARTUP_ATTEMPTS} attempt(s) in a row" in log
+    assert log.count("Traceback") == 1
+    print(f"gave up after {STARTUP_ATTEMPTS} failed starts in {took:.1f} s")
+
+
+def test_burst_gives_up_at_the_first_failed_start(start_workers):
+    started = time.monotonic()
+    workers = start_workers("--burst", database_url=_missing_database_url())
+    code = workers.process.wait(30)
+    took = time.monotonic() - started
+    assert code != 0
+    assert "could not start (1 attempt(s) in a row" in workers.log()
+    assert took < 20, f"--burst took {took:.1f} s to give up"
+
+
+def test_settings_that_fail_in_the_workers_end_runworkers_with_the_import_error(start_workers):
+    workers = start_workers(
+        "--processes", "2", env={"DJANGO_SETTINGS_MODULE": "tests.settings_broken_in_workers"}
+    )
+    code = workers.process.wait(GIVE_UP_WITHIN_SECONDS)
+    log = workers.log()
+    assert code != 0
+    assert log.count("ModuleNotFoundError: No module named 'tests.no_such_module'") == 1, log
+
+
+def test_a_manage_py_without_the_main_guard_runs_workers(tmp_path):
+    """multiprocessing's spawn re-imports the parent's script in every child; a manage.py that
+    calls execute_from_command_line unguarded used to start runworkers again in each worker."""
+    (tmp_path / "manage.py").write_text(
+        "import os\n"
+        "import sys\n\n"
+        'os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")\n'
+        "from django.core.management import execute_from_command_line\n\n"
+        "execute_from_command_line(sys.argv)\n"
+    )
+    job_id = add.enqueue(2, 3).id
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(harness.ROOT),
+        "DATABASE_URL": harness.test_database_url(),
+    }
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    done = subprocess.run(
+        [sys.executable, "manage.py", "runworkers", "--burst", "--processes", "2"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    job = Job.objects.get(pk=job_id)
+    assert (job.status, job.result) == ("succeeded", 5)
