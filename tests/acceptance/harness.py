@@ -39,10 +39,12 @@ class Workers:
         options: dict | None = None,
         redis_url: str | None = None,
         database_url: str | None = None,
+        env: dict[str, str] | None = None,
         log_path: Path,
     ) -> None:
         env = {
             **os.environ,
+            **(env or {}),
             "DJANGO_SETTINGS_MODULE": "tests.settings",
             "DATABASE_URL": database_url or test_database_url(),
             "LEASEQUEUE_OPTIONS": json.dumps({**FAST_OPTIONS, **(options or {})}),
