@@ -3,9 +3,9 @@
 A fenced block whose first line is a comment naming a file (``# asgi.py``, ``# myapp/tasks.py``)
 goes into that file; further such comments inside the block start the next file (the README's
 live-progress block holds ``asgi.py``, ``settings.py`` and ``urls.py``). Other blocks are picked
-by what they contain. Where a snippet writes ``NAME = [..., x]`` it means "your list, plus x": that is
-the one rewrite applied (to ``NAME = [*NAME, x]``), besides the import the snippet's own comment gives
-for Django 5.2.
+by what they contain. Where a snippet writes ``NAME = [..., x]`` it means "your list, plus x":
+that is the one rewrite applied (to ``NAME = [*NAME, x]``), besides the import the snippet's own
+comment gives for Django 5.2.
 
 Run ``python -m tests.docs_snippets README.md`` to print what a file gets from a document.
 """
