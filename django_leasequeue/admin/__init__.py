@@ -273,7 +273,7 @@ class JobAdmin(admin.ModelAdmin):
     def task(self, job: Job) -> SafeString:
         module, _dot, name = job.task_path.rpartition(".")
         return format_html(
-            '<span title="{}">{}<span class="lq-note">{}</span></span>',
+            '<span class="lq-clip" title="{}">{}<span class="lq-note">{}</span></span>',
             job.task_path,
             name,
             f" ({module.rpartition('.')[2]})" if module else "",
@@ -296,8 +296,8 @@ class JobAdmin(admin.ModelAdmin):
         return job.priority
 
     @admin.display(description=_("worker"))
-    def worker(self, job: Job) -> str:
-        return job.worker_id or show.EMPTY
+    def worker(self, job: Job) -> SafeString | str:
+        return show.clipped(job.worker_id) if job.worker_id else show.EMPTY
 
     @admin.display(description=_("heartbeat"))
     def heartbeat(self, job: Job) -> str:
