@@ -168,14 +168,13 @@ def test_the_job_list_fits_common_screens_without_scrolling(
         add.using(queue_name="other").enqueue(1, 1).id,
         "a-very-long-host-name.eu-west-1.compute.internal:123456:w12:abcdef",
     )
-    protocol.execute(
-        protocol.progress(long_path.lease, 3, 10, "a long progress message " * 6)
-    )
+    protocol.execute(protocol.progress(long_path.lease, 3, 10, "a long progress message " * 6))
     with sync_playwright() as playwright:
         browser = launch_chromium(playwright)
         context = browser.new_context(viewport={"width": width, "height": 900})
+        is_open = "true" if sidebar == "open" else "false"
         context.add_init_script(
-            f"localStorage.setItem('django.admin.navSidebarIsOpen', '{str(sidebar == 'open').lower()}')"
+            f"localStorage.setItem('django.admin.navSidebarIsOpen', '{is_open}')"
         )
         page = context.new_page()
         _log_in(page, live_server.url)
