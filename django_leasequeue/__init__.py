@@ -15,10 +15,11 @@ from django_leasequeue.exceptions import (
 )
 from django_leasequeue.fencing import fenced_atomic
 from django_leasequeue.runtime.context import JobContext
-from django_leasequeue.status import JobStatus
+from django_leasequeue.status import CancelOutcome, JobStatus
 from django_leasequeue.task import LeaseTask, task
 
 __all__ = [
+    "CancelOutcome",
     "InvalidTaskArguments",
     "JobContext",
     "JobStatus",

@@ -1,11 +1,18 @@
 from django.apps import AppConfig
+from django.core import checks
 
 
 class LeaseQueueConfig(AppConfig):
-    """The app: its job table, admin, templates and commands. Its system checks run through each
-    LeaseQueueBackend's ``check()``, as Django's task checks call it."""
+    """The app: its job table, admin, templates and commands. Its backend checks run through each
+    LeaseQueueBackend's ``check()``, as Django's task checks call it; the progress bar's static
+    file check is registered here."""
 
     name = "django_leasequeue"
     label = "leasequeue"
     verbose_name = "Lease queue"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from django_leasequeue.checks import check_progress_script
+
+        checks.register(check_progress_script, checks.Tags.staticfiles)

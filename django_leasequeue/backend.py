@@ -24,6 +24,7 @@ from django_leasequeue.metrics import counters as metrics
 from django_leasequeue.protocol import NewJob
 from django_leasequeue.results import build_result, result_from_row
 from django_leasequeue.runtime.task_signals import send_task_signal
+from django_leasequeue.status import CancelOutcome
 from django_leasequeue.task import LeaseTask
 from django_leasequeue.tasks_framework import (
     BaseTaskBackend,
@@ -320,10 +321,11 @@ class LeaseQueueBackend(BaseTaskBackend):
 
     # Operator and caller actions
 
-    def cancel(self, result_ids: Iterable[str | UUID]) -> dict[UUID, str]:
+    def cancel(self, result_ids: Iterable[str | UUID]) -> dict[UUID, CancelOutcome]:
         """Cancel jobs: unstarted ones at once, running ones at their worker's next heartbeat.
 
-        Returns the jobs changed, each with its status now (``running`` = cancel requested).
+        Returns the jobs changed, each with ``CancelOutcome.CANCELLED`` (``"cancelled"``) or,
+        for a running job, ``CancelOutcome.CANCEL_REQUESTED`` (``"cancel_requested"``).
         """
         return operations.cancel_jobs(result_ids, self.config.database)
 

@@ -94,3 +94,27 @@ def _check_redis_cache(where: str, redis_alias: str) -> list[CheckMessage]:
             )
         ]
     return []
+
+
+PROGRESS_SCRIPT = "leasequeue/progress.js"
+
+
+def check_progress_script(app_configs: object = None, **kwargs: object) -> list[CheckMessage]:
+    """W040: staticfiles cannot find the progress bar's script, so ``collectstatic`` leaves it
+    out and no ``{% leasequeue_progress %}`` bar would ever move."""
+    if not apps.is_installed("django.contrib.staticfiles"):
+        return []  # the project serves static files its own way
+    from django.contrib.staticfiles import finders
+
+    if finders.find(PROGRESS_SCRIPT):
+        return []
+    return [
+        Warning(
+            f"staticfiles cannot find {PROGRESS_SCRIPT}: progress bars rendered by "
+            "{% leasequeue_progress %} will not update live.",
+            hint="Keep django.contrib.staticfiles.finders.AppDirectoriesFinder in "
+            "STATICFILES_FINDERS (Django's default), or copy the app's static/leasequeue/ "
+            "into one of your STATICFILES_DIRS.",
+            id="leasequeue.W040",
+        )
+    ]

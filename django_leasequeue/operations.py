@@ -20,7 +20,7 @@ from django.utils.translation import gettext_lazy, ngettext
 
 from django_leasequeue import protocol
 from django_leasequeue.progress.events import publish_statuses_on_commit
-from django_leasequeue.status import JobStatus
+from django_leasequeue.status import CancelOutcome, JobStatus
 from django_leasequeue.wakeups import wakeups_of_backend
 
 # Ids per statement: keeps each statement's array parameter and row locks bounded.
@@ -175,26 +175,26 @@ def _retry_rows(batch: list[UUID], using: str) -> list[protocol.Row]:
         return rows
 
 
-def cancel_jobs(ids: Iterable[UUID | str], using: str) -> dict[UUID, str]:
+def cancel_jobs(ids: Iterable[UUID | str], using: str) -> dict[UUID, CancelOutcome]:
     """The cancel statement, and open pages told of the jobs it ended, on commit.
 
-    Returns each changed job's status now: ``cancelled``, or ``running`` for a running job
-    whose worker was asked to stop (it ends cancelled at its next heartbeat).
+    Returns what happened to each changed job: ``cancelled``, or ``cancel_requested`` for a
+    running job whose worker was asked to stop (it ends cancelled at its next heartbeat).
     """
-    statuses = protocol.execute(protocol.cancel([UUID(str(job_id)) for job_id in ids]), using)
-    publish_statuses_on_commit(protocol.cancelled_now(statuses), using)
-    return statuses
+    outcomes = protocol.execute(protocol.cancel([UUID(str(job_id)) for job_id in ids]), using)
+    publish_statuses_on_commit(protocol.cancelled_now(outcomes), using)
+    return outcomes
 
 
 def cancel(ids: Iterable[UUID | str], using: str) -> ActionReport:
     """Queued/retrying jobs → cancelled; running ones get cancel_requested for their worker."""
 
     def apply(batch: list[UUID], using: str, report: ActionReport) -> set[UUID]:
-        statuses = cancel_jobs(batch, using)
-        for status in statuses.values():
-            outcome = _("cancelled") if status == JobStatus.CANCELLED else _("asked to cancel")
-            report.changed[outcome] += 1
-        return set(statuses)
+        outcomes = cancel_jobs(batch, using)
+        for outcome in outcomes.values():
+            done = _("cancelled") if outcome == CancelOutcome.CANCELLED else _("asked to cancel")
+            report.changed[done] += 1
+        return set(outcomes)
 
     return _run(ids, apply, _FINISHED, using)
 

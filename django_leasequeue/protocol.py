@@ -19,7 +19,7 @@ from django.db import connections
 from django_leasequeue import jsonargs
 from django_leasequeue.flow.limits import JobLimits
 from django_leasequeue.sql import QUERIES, Query
-from django_leasequeue.status import JobStatus
+from django_leasequeue.status import CancelOutcome, JobStatus
 from django_leasequeue.tasks_framework import Task
 
 Row = dict[str, Any]
@@ -441,10 +441,6 @@ def lock_lease(lease: Lease) -> Statement[bool]:
     return _statement("lock_lease", _applied, id=lease.job_id, lease_version=lease.lease_version)
 
 
-def _new_statuses(rows: list[Row]) -> dict[UUID, str]:
-    return {row["id"]: row["status"] for row in rows}
-
-
 def job_results(ids: Sequence[UUID]) -> Statement[list[Row]]:
     """Rows to build TaskResults from (``results.result_from_row``); jsonb comes back as text."""
     return _statement("job_results", _rows, ids=list(ids))
@@ -481,9 +477,18 @@ def _first_or_none(rows: list[Row]) -> Row | None:
     return rows[0] if rows else None
 
 
-def cancel(ids: Sequence[UUID]) -> Statement[dict[UUID, str]]:
-    """Returns the status each changed job is now in (``cancelled``, or ``running`` = requested)."""
-    return _statement("cancel", _new_statuses, ids=list(ids))
+def cancel(ids: Sequence[UUID]) -> Statement[dict[UUID, CancelOutcome]]:
+    """Returns what happened to each changed job: cancelled, or (running) cancel requested."""
+    return _statement("cancel", _cancel_outcomes, ids=list(ids))
+
+
+def _cancel_outcomes(rows: list[Row]) -> dict[UUID, CancelOutcome]:
+    return {
+        row["id"]: CancelOutcome.CANCELLED
+        if row["status"] == JobStatus.CANCELLED
+        else CancelOutcome.CANCEL_REQUESTED
+        for row in rows
+    }
 
 
 def retry(ids: Sequence[UUID]) -> Statement[list[Row]]:
@@ -556,9 +561,14 @@ def prune_finished(
     )
 
 
-def cancelled_now(statuses: dict[UUID, str]) -> dict[UUID, str]:
-    """The jobs a ``cancel`` ended at once (running ones only had cancellation requested)."""
-    return {job_id: status for job_id, status in statuses.items() if status == JobStatus.CANCELLED}
+def cancelled_now(outcomes: dict[UUID, CancelOutcome]) -> dict[UUID, str]:
+    """The jobs a ``cancel`` ended at once, with their status (running ones only had
+    cancellation requested)."""
+    return {
+        job_id: JobStatus.CANCELLED
+        for job_id, outcome in outcomes.items()
+        if outcome == CancelOutcome.CANCELLED
+    }
 
 
 def _swept(rows: list[Row]) -> list[SweptJob]:

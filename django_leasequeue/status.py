@@ -32,6 +32,15 @@ class JobStatus(models.TextChoices):
         return _DJANGO_STATUS[self]
 
 
+class CancelOutcome(models.TextChoices):
+    """What a cancel did to a job it changed (the values of ``backend.cancel()``'s dict)."""
+
+    CANCELLED = "cancelled", _("Cancelled")
+    # Running: its worker was asked to stop; the job ends cancelled at the next heartbeat. (Up to
+    # 0.x this was reported as "running", the job's status at the time.)
+    CANCEL_REQUESTED = "cancel_requested", _("Cancel requested")
+
+
 _DJANGO_STATUS = {
     JobStatus.QUEUED: TaskResultStatus.READY,
     JobStatus.RETRYING: TaskResultStatus.READY,

@@ -8,7 +8,8 @@ _db = urlsplit(os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:543
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 
 SECRET_KEY = "tests-only-not-secret"
-DEBUG = False
+# startproject's default is True: the tests of runworkers' logging start workers with it on.
+DEBUG = os.environ.get("LEASEQUEUE_TEST_DEBUG") == "1"
 USE_TZ = True
 TIME_ZONE = "UTC"
 ALLOWED_HOSTS = ["*"]

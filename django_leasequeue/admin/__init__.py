@@ -292,7 +292,7 @@ class JobAdmin(admin.ModelAdmin):
     def task(self, job: Job) -> SafeString:
         module, _dot, name = job.task_path.rpartition(".")
         return format_html(
-            '<span title="{}">{}<span class="lq-note">{}</span></span>',
+            '<span class="lq-clip" title="{}">{}<span class="lq-note">{}</span></span>',
             job.task_path,
             name,
             f" ({module.rpartition('.')[2]})" if module else "",

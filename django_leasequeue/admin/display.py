@@ -125,13 +125,23 @@ def progress_bar(progress: dict[str, Any] | None, status: str) -> SafeString | s
             done,
             message or _("progress"),
             done,
-            format_html(" · {}", message) if message else "",
+            format_html(" · {}", clipped(message, "lq-progress-message")) if message else "",
         )
     return format_html(
         '<span class="lq-progress"><progress aria-label="{}"></progress> {}{}</span>',
         message or _("progress"),
         f"{current:g}",
-        format_html(" · {}", message) if message else "",
+        format_html(" · {}", clipped(message, "lq-progress-message")) if message else "",
+    )
+
+
+def clipped(text: str, extra_class: str = "") -> SafeString:
+    """Text cut to its column's width with an ellipsis (CSS), whole in its tooltip."""
+    return format_html(
+        '<span class="lq-clip{}" title="{}">{}</span>',
+        f" {extra_class}" if extra_class else "",
+        text,
+        text,
     )
 
 

@@ -26,7 +26,7 @@ def worker_link(admin_site: str, worker_id: str | None) -> SafeString | str:
     if not worker_id:
         return show.EMPTY
     url = reverse(f"{admin_site}:leasequeue_worker_change", args=[quote(worker_id)])
-    return format_html('<a href="{}">{}</a>', url, worker_id)
+    return format_html('<a href="{}">{}</a>', url, show.clipped(worker_id))
 
 
 @admin.register(Worker)

@@ -8,6 +8,7 @@ import json
 import uuid
 from typing import Any
 
+from django.conf import settings
 from django.urls import reverse
 from django.utils.translation import gettext as _
 
@@ -41,6 +42,7 @@ def progress_bar_context(
     job_id = _job_id(job)
     if job_id is None:
         return {
+            "debug": settings.DEBUG,
             "state": missing_job_state(""),
             "label": label or _("Job progress"),
             "status_label": "",
@@ -55,6 +57,8 @@ def progress_bar_context(
     else:
         state = load_job_state(job_id) or missing_job_state(job_id)
     return {
+        # With DEBUG on, a bar whose script cannot load says so on the page.
+        "debug": settings.DEBUG,
         "state": state,
         "label": label or _("Job progress"),
         "status_label": JobStatus(state["status"]).label if state["status"] else "",

@@ -78,7 +78,7 @@ class JobHandle:
         if wait > 0 and not finished:
             if self._flush_timer is None:
                 self._flush_timer = self.loop.call_later(wait, self._schedule_flush)
-            return not self.lease_lost
+            return self.stop_reason is None
         return await self.flush_progress()
 
     def _schedule_flush(self) -> None:
@@ -87,13 +87,16 @@ class JobHandle:
         self._flush_task = self.loop.create_task(self.flush_progress())
 
     async def flush_progress(self) -> bool:
+        """Write the pending report; False once the job is stopping (nothing more is written)."""
         pending, self._pending_progress = self._pending_progress, None
-        if pending is None or self.lease_lost:
-            return not self.lease_lost
+        if self.stop_reason is not None:
+            return False
+        if pending is None:
+            return True
         self._last_progress_at = time.monotonic()
         applied = await self.db.run(protocol.progress(self.lease, *pending))
         if not applied:
-            self._mark_lost("progress")
+            self._not_written("progress")
             return False
         current, total, message = pending
         event = {"kind": "progress", "current": current, "total": total, "message": message}
@@ -114,10 +117,11 @@ class JobHandle:
 
     async def save_checkpoint(self, data: Any) -> None:
         jsonargs.dumps(data)  # raises TypeError/ValueError for non-JSON before any write
-        if self.lease_lost or not await self.db.run(protocol.checkpoint(self.lease, data)):
-            self._mark_lost("checkpoint")
-            raise LeaseLost(f"Job {self.job.id}: lease lost, checkpoint not saved.")
-        self.checkpoint = data
+        if self.stop_reason is None and await self.db.run(protocol.checkpoint(self.lease, data)):
+            self.checkpoint = data
+            return
+        self._not_written("checkpoint")
+        raise LeaseLost(f"Job {self.job.id}: {self.stop_reason}, checkpoint not saved.")
 
     def cancel_timers(self) -> None:
         if self._flush_timer is not None:
@@ -128,7 +132,13 @@ class JobHandle:
         """How long since the claim: the attempt's run time once its outcome is known."""
         return time.monotonic() - self.claimed_at
 
-    def _mark_lost(self, what: str) -> None:
-        logger.warning("Job %s: lease lost, %s not written.", self.job.id, what)
-        metrics.stale_write(self.job.queue_name, self.job.task_path)
-        self.stop(StopReason.LEASE_LOST)
+    def _not_written(self, what: str) -> None:
+        """A write the fence refused means the lease is lost, unless the job was already stopping
+        (cancelled, or released at shutdown): then nothing more is written, as intended."""
+        if self.stop_reason is None:
+            self.stop(StopReason.LEASE_LOST)
+        if self.stop_reason == StopReason.LEASE_LOST:
+            logger.warning("Job %s: lease lost, %s not written.", self.job.id, what)
+            metrics.stale_write(self.job.queue_name, self.job.task_path)
+        else:
+            logger.debug("Job %s: %s, %s not written.", self.job.id, self.stop_reason, what)

@@ -8,30 +8,11 @@ import sys
 from multiprocessing.connection import Connection
 
 from django_leasequeue.runtime.config import WorkerConfig
+from django_leasequeue.runtime.logs import configure_logging
 from django_leasequeue.runtime.startup import STARTUP_FAILED, StartupReporter
 
 # The signal the supervisor sends a worker process to stop now (release its jobs at once).
 STOP_NOW = signal.SIGUSR1
-
-# The loggers of Django's Tasks framework (django.tasks on 6.x, the backport on 5.2).
-TASK_LOGGERS = ("django.tasks", "django_tasks")
-
-
-def configure_logging(level: str, who: str) -> None:
-    """Log to stderr at ``level`` (from -v), whatever levels Django's loggers carry."""
-    handler = logging.StreamHandler()
-    handler.setLevel(level)
-    handler.setFormatter(
-        logging.Formatter(f"%(asctime)s %(levelname)s [{who}] %(name)s: %(message)s")
-    )
-    logging.basicConfig(level=level, handlers=[handler], force=True)
-    # Django sets its own loggers to INFO; below -v 1 do not even build their records.
-    logging.getLogger("django").setLevel(level)
-    # Django's Tasks framework logs two lines per job at INFO (started, finished): at -v 1 that
-    # doubles a short job's cost and floods the log, so those lines need -v 2.
-    per_job = level if level == "DEBUG" else max(logging.getLevelName(level), logging.WARNING)
-    for name in TASK_LOGGERS:
-        logging.getLogger(name).setLevel(per_job)
 
 
 def worker_main(

@@ -6,7 +6,9 @@ Signals queued while a batch is being sent go out together in the next hop, in o
 
 Django itself connects a receiver to each signal that logs every task at INFO. When that is the
 only receiver and its logger is quiet, sending does nothing, and ``wanted`` says so: the worker
-then builds no TaskResult for the signal at all.
+then builds no TaskResult for the signal at all. That receiver logs a FAILED task at ERROR; a
+cancelled job is FAILED to Django, yet someone asked for it: the worker logs it as cancelled at
+INFO and drops Django's ERROR line for it.
 """
 
 import logging
@@ -20,7 +22,7 @@ from django_leasequeue.tasks_framework import signals as django_task_signals
 
 logger = logging.getLogger(__name__)
 
-_Emission = tuple[Signal, TaskResult]
+_Emission = tuple[Signal, TaskResult, bool]
 
 # Django's own logging receivers, and the logger they write to.
 _LOGGING_RECEIVERS = {
@@ -41,20 +43,45 @@ def wanted(signal: Signal, sender: type) -> bool:
     return django_task_signals.logger.isEnabledFor(logging.INFO)
 
 
+class _CancelledJobsFilter(logging.Filter):
+    """Drops Django's ERROR line for the jobs being reported cancelled (``ids``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ids: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        # Django's line: "Task id=%s path=%s state=%s" with the TaskResult's id first.
+        return not (
+            record.levelno >= logging.ERROR
+            and isinstance(record.args, tuple)
+            and record.args
+            and str(record.args[0]) in self.ids
+        )
+
+
 class TaskSignalDispatcher(Batcher[_Emission]):
     def __init__(self, sender: type) -> None:
         super().__init__()
         self._sender = sender
+        self._cancelled = _CancelledJobsFilter()
+        django_task_signals.logger.addFilter(self._cancelled)
 
-    def emit(self, signal: Signal, task_result: TaskResult) -> None:
-        self.add((signal, task_result))
+    def emit(self, signal: Signal, task_result: TaskResult, *, cancelled: bool = False) -> None:
+        """Queue a signal; ``cancelled`` marks a FAILED result that is a cancelled job."""
+        self.add((signal, task_result, cancelled))
 
     async def process(self, batch: list[_Emission]) -> None:
         await sync_to_async(self._send, thread_sensitive=True)(batch)
 
     def _send(self, batch: list[_Emission]) -> None:
-        for signal, task_result in batch:
-            send_task_signal(signal, self._sender, task_result)
+        for signal, task_result, cancelled in batch:
+            if cancelled:
+                self._cancelled.ids.add(task_result.id)
+            try:
+                send_task_signal(signal, self._sender, task_result)
+            finally:
+                self._cancelled.ids.discard(task_result.id)
 
 
 def send_task_signal(signal: Signal, sender: type, task_result: TaskResult) -> None:

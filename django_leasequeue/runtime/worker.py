@@ -521,6 +521,7 @@ class Worker:
             logger.warning("Job %s: lease lost; its outcome is discarded.", job.id)
         elif handle.stop_reason == StopReason.CANCEL_REQUESTED:
             if await self.db.run(protocol.finish_cancelled(handle.lease)):
+                logger.info("Job %s (%s): cancelled.", job.id, job.task_path)
                 await self._finished(handle, task, JobStatus.CANCELLED)
         elif await self.db.run(protocol.release(handle.lease)):
             logger.info("Job %s: released for another worker (shutdown).", job.id)
@@ -547,7 +548,9 @@ class Worker:
             )
             applied = failed is not None
             status = JobStatus(failed.status) if failed else JobStatus.FAILED
-            if failed:
+            if failed and status == JobStatus.CANCELLED:
+                logger.info("Job %s (%s): cancelled.", job.id, job.task_path)
+            elif failed:
                 logger.log(
                     logging.WARNING if status == JobStatus.RETRYING else logging.ERROR,
                     "Job %s (%s) attempt %d failed: %s%s",
@@ -585,7 +588,7 @@ class Worker:
             errors=errors,
             return_value=outcome.return_value if outcome else None,
         )
-        self.task_signals.emit(task_finished, result)
+        self.task_signals.emit(task_finished, result, cancelled=status == JobStatus.CANCELLED)
 
     def _task_result(
         self,

@@ -18,11 +18,18 @@ class Daphne:
         *,
         database_url: str | None = None,
         settings: str = "tests.settings",
+        application: str = "tests.asgi:application",
+        env: dict[str, str] | None = None,
+        ready_path: str = "/static/leasequeue/progress.js",
     ) -> None:
+        """``ready_path``: the URL that answers 200 once the server serves the application."""
         self.port = port or free_port()
         self.log_path = log_path
         self.database_url = database_url
         self.settings = settings
+        self.application = application
+        self.env = env or {}
+        self.ready_path = ready_path
         self.process: subprocess.Popen | None = None
 
     @property
@@ -32,6 +39,7 @@ class Daphne:
     def start(self) -> "Daphne":
         env = {
             **os.environ,
+            **self.env,
             "DJANGO_SETTINGS_MODULE": self.settings,
             "DATABASE_URL": self.database_url or test_database_url(),
             "PYTHONPATH": str(ROOT),
@@ -46,7 +54,7 @@ class Daphne:
                     "127.0.0.1",
                     "-p",
                     str(self.port),
-                    "tests.asgi:application",
+                    self.application,
                 ],
                 cwd=ROOT,
                 env=env,
@@ -59,7 +67,7 @@ class Daphne:
     def _serving(self) -> bool:
         assert self.process is not None and self.process.poll() is None, self.log()
         try:
-            with urllib.request.urlopen(f"{self.url}/static/leasequeue/progress.js", timeout=1):
+            with urllib.request.urlopen(f"{self.url}{self.ready_path}", timeout=1):
                 return True
         except OSError:
             return False

@@ -47,6 +47,7 @@ class Workers:
     ) -> None:
         env = {
             **os.environ,
+            **(env or {}),
             "DJANGO_SETTINGS_MODULE": "tests.settings",
             "DATABASE_URL": database_url or test_database_url(),
             "LEASEQUEUE_OPTIONS": json.dumps({**FAST_OPTIONS, **(options or {})}),

@@ -171,3 +171,41 @@ def test_bar_moves_to_100_percent_over_websocket_through_pgbouncer(
         assert len(sockets) == 1
     finally:
         server.stop()
+
+
+def test_with_debug_on_a_bar_whose_script_is_not_served_says_so_on_the_page(
+    launch_browser, tmp_path
+):
+    """The docs' asgi.py run by daphne directly serves no static files: the bar cannot move."""
+    job_id = stepped.enqueue(3, 0.1).id
+    server = Daphne(
+        tmp_path / "daphne-bare.log",
+        application="tests.asgi_without_static:application",
+        env={"LEASEQUEUE_TEST_DEBUG": "1"},
+        ready_path="/admin/login/",
+    ).start()
+    try:
+        page = launch_browser().new_page()
+        errors = []
+        page.on("console", lambda message: errors.append(message.text))
+        page.goto(f"{server.url}/progress/{job_id}/")
+        notice = page.locator(f"{BAR} .leasequeue-progress__script-error")
+        notice.wait_for(state="visible", timeout=10_000)
+        assert "/static/leasequeue/progress.js did not load" in notice.inner_text()
+        assert page.get_by_role("alert").count() == 1
+        assert any("progress.js did not load" in text for text in errors), errors
+    finally:
+        server.stop()
+
+
+def test_with_debug_on_the_notice_stays_hidden_when_the_script_loads(launch_browser, tmp_path):
+    job_id = stepped.enqueue(3, 0.1).id
+    server = Daphne(tmp_path / "daphne-debug.log", env={"LEASEQUEUE_TEST_DEBUG": "1"}).start()
+    try:
+        page = launch_browser().new_page()
+        page.goto(f"{server.url}/progress/{job_id}/")
+        page.wait_for_function("window.leasequeueProgress !== undefined", timeout=10_000)
+        notice = page.locator(f"{BAR} .leasequeue-progress__script-error")
+        assert notice.count() == 1 and not notice.is_visible()
+    finally:
+        server.stop()

@@ -61,7 +61,7 @@ def test_cancel_of_a_running_job_stops_it_at_the_next_heartbeat(start_workers, b
     start_workers()
     wait_until(lambda: Job.objects.get(pk=job_id).status == "running", 20, "running")
     cancelled_at = time.monotonic()
-    assert backend.cancel([job_id]) == {Job.objects.get().id: "running"}
+    assert backend.cancel([job_id]) == {Job.objects.get().id: "cancel_requested"}
     wait_until(lambda: Job.objects.get(pk=job_id).status == "cancelled", 10, "cancelled")
     assert time.monotonic() - cancelled_at < 5
 

@@ -79,7 +79,7 @@ def test_cancel_queued_job_is_immediate_and_final(backend):
 
 def test_cancel_running_job_is_requested_then_finished_by_its_worker(backend):
     claimed = claim_one(add.enqueue(1, 2).id, "w")
-    assert backend.cancel([claimed.id]) == {claimed.id: "running"}
+    assert backend.cancel([claimed.id]) == {claimed.id: "cancel_requested"}
     reply = protocol.execute(protocol.heartbeat([claimed.lease], lease_seconds=30))
     assert reply.cancel_requested == {claimed.id}
     assert protocol.execute(protocol.finish_cancelled(claimed.lease)) is True

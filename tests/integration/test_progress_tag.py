@@ -127,3 +127,27 @@ def test_two_bars_for_one_job_have_distinct_element_ids(job):
     html = Template(source).render(Context({"job": job.id}))
     ids = re.findall(r'\bid="([^"]+)"', html)
     assert len(ids) == len(set(ids)) == 6
+
+
+def _script_error(bar: _Elements) -> dict[str, str | None] | None:
+    return next(
+        (e for e in bar.elements if e.get("class") == "leasequeue-progress__script-error"), None
+    )
+
+
+def test_with_debug_on_a_bar_whose_script_fails_to_load_says_so(job, settings):
+    settings.DEBUG = True
+    bar = _render(job)
+    notice = _script_error(bar)
+    assert notice is not None and "hidden" in notice and notice["role"] == "alert"
+    script = next(e for e in bar.elements if e["tag"] == "script")
+    assert f"getElementById('{notice['id']}').hidden = false" in script["onerror"]
+    text = bar.text_by_class["leasequeue-progress__script-error"]
+    assert "/static/leasequeue/progress.js did not load" in text and "collectstatic" in text
+
+
+def test_with_debug_off_the_page_carries_no_such_notice(job, settings):
+    settings.DEBUG = False
+    bar = _render(job)
+    assert _script_error(bar) is None
+    assert "onerror" not in next(e for e in bar.elements if e["tag"] == "script")

@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django_leasequeue.backend import LeaseQueueBackend, lease_queue_backend
 from django_leasequeue.management.arguments import non_negative_float, positive_int
 from django_leasequeue.runtime.config import WorkerConfig
-from django_leasequeue.runtime.process import configure_logging
+from django_leasequeue.runtime.logs import configure_logging
 from django_leasequeue.runtime.supervisor import Supervisor
 from django_leasequeue.tasks_framework import InvalidTaskBackend
 
