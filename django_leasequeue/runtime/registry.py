@@ -110,5 +110,5 @@ def mark_dead(database: str, worker_id: str, how: str) -> None:
     """The supervisor saw a worker process die: its row reads dead at once, saying how."""
     try:
         protocol.execute(protocol.worker_stopped(worker_id, ending=how[:100]), database)
-    except Exception:  # it reads dead anyway once its heartbeat is older than the lease
-        logger.exception("Could not mark worker %s dead in the registry.", worker_id)
+    except Exception as exc:  # it reads dead anyway once its heartbeat is older than the lease
+        logger.warning("Could not mark worker %s dead in the registry: %s", worker_id, exc)

@@ -129,9 +129,9 @@ class Supervisor:
             return 0
         code = slot.process.exitcode
         slot.process.join()
-        self._after_exit(slot, slot.process.pid, code)
-        slot.process = None
         started = self._read_startup(slot)
+        self._after_exit(slot, slot.process.pid, code, started)
+        slot.process = None
         if self.stopping or (self.config.burst and code == 0):
             return 0 if code in (0, -signal.SIGTERM) else 1
         if not started:
@@ -152,12 +152,13 @@ class Supervisor:
         slot.restart_at = now + delay
         return 0
 
-    def _after_exit(self, slot: _Slot, pid: int | None, code: int | None) -> None:
-        """Whatever the cause: the registry row reads dead at once (unless the worker marked
-        itself stopped), and its multiprocess metrics files are cleaned up."""
+    def _after_exit(self, slot: _Slot, pid: int | None, code: int | None, started: bool) -> None:
+        """Whatever the cause: the registry row of a worker that had started reads dead at once
+        (unless it marked itself stopped), and its multiprocess metrics files are cleaned up.
+        One that never started has no row (its start-up error is shown once, elsewhere)."""
         if pid is not None:
             metrics.mark_process_dead(pid)
-        if slot.worker_id is not None and code != 0:
+        if started and slot.worker_id is not None and code != 0:
             database = lease_queue_backend(self.config.backend_alias).config.database
             mark_dead(database, slot.worker_id, _describe_exit(code))
 
