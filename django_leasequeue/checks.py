@@ -7,6 +7,9 @@ from django.core.checks import CheckMessage, Error, Warning
 from django.db import connections
 
 from django_leasequeue.conf import BackendConfig
+from django_leasequeue.schedules.declaration import InvalidScheduledCall, declaration_of
+from django_leasequeue.schedules.registry import scheduled_tasks
+from django_leasequeue.schedules.timing import InvalidSchedule
 
 
 def check_backend(alias: str, config: BackendConfig) -> list[CheckMessage]:
@@ -85,3 +88,31 @@ def _check_redis_cache(where: str, redis_alias: str) -> list[CheckMessage]:
             )
         ]
     return []
+
+
+def check_schedules(alias: str) -> list[CheckMessage]:
+    """Every schedule declared for the backend can tick: a valid cron expression (and time zone)
+    or a positive interval, valid options, and a function that needs no arguments but
+    ``scheduled_at``. Imports every installed app's ``tasks`` module to find them."""
+    messages: list[CheckMessage] = []
+    for task in scheduled_tasks(alias):
+        try:
+            declaration_of(task)
+        except InvalidScheduledCall as exc:
+            messages.append(
+                Error(
+                    f"Scheduled task {task.module_path}: {exc}",
+                    hint="Give its other parameters defaults, or drop cron/every.",
+                    obj=task.module_path,
+                    id="leasequeue.E021",
+                )
+            )
+        except InvalidSchedule as exc:
+            messages.append(
+                Error(
+                    f"Scheduled task {task.module_path}: {exc}",
+                    obj=task.module_path,
+                    id="leasequeue.E020",
+                )
+            )
+    return messages

@@ -21,6 +21,7 @@ from django_leasequeue.runtime.context import JobContext
 from django_leasequeue.runtime.database import Database
 from django_leasequeue.runtime.execution import Outcome, execute, resolve
 from django_leasequeue.runtime.handle import JobHandle, StopReason
+from django_leasequeue.runtime.scheduler import Scheduler
 from django_leasequeue.runtime.task_signals import TaskSignalDispatcher, wanted
 from django_leasequeue.runtime.threads import JobThreads
 from django_leasequeue.runtime.worker_id import new_worker_id
@@ -165,6 +166,9 @@ class Worker:
             asyncio.create_task(self.task_signals.run(), name="task-signals"),
             asyncio.create_task(self._watch_loop(), name="watch"),
         ]
+        if not self.config.burst:  # a burst drains the queues; it does not add to them
+            scheduler = Scheduler(self.backend, self.beat_db, self.redis_calls, self.stopping)
+            services.append(asyncio.create_task(scheduler.run(), name="scheduler"))
         claiming = asyncio.create_task(self._claim_then_drain(), name="claim")
         try:
             await self._until_claiming_ends(claiming, services)

@@ -39,6 +39,7 @@ class Workers:
         options: dict | None = None,
         redis_url: str | None = None,
         database_url: str | None = None,
+        env: dict[str, str] | None = None,
         log_path: Path,
     ) -> None:
         env = {
@@ -47,6 +48,7 @@ class Workers:
             "DATABASE_URL": database_url or test_database_url(),
             "LEASEQUEUE_OPTIONS": json.dumps({**FAST_OPTIONS, **(options or {})}),
             "PYTHONPATH": str(ROOT),
+            **(env or {}),
         }
         if redis_url:
             env["REDIS_URL"] = redis_url
