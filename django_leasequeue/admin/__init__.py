@@ -458,3 +458,7 @@ class JobAdmin(admin.ModelAdmin):
         if request.method == "GET" and action.confirm:
             return confirmation_page(self, request, action, [job.pk], bulk=False)
         return HttpResponseNotAllowed(["POST"])
+
+
+# The Schedules page (periodic jobs), registered on import.
+from django_leasequeue.admin import schedules  # noqa: E402, F401
