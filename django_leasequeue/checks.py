@@ -98,6 +98,17 @@ def check_schedules(alias: str) -> list[CheckMessage]:
     for task in scheduled_tasks(alias):
         try:
             declaration_of(task)
+            if task.catch_up > 1 and task.overlap == "skip":
+                messages.append(
+                    Warning(
+                        f"Scheduled task {task.module_path}: catch_up={task.catch_up} with "
+                        "overlap='skip' runs one missed tick: the others are skipped while it "
+                        "is unfinished.",
+                        hint="Use overlap='allow', or catch_up=1.",
+                        obj=task.module_path,
+                        id="leasequeue.W020",
+                    )
+                )
         except InvalidScheduledCall as exc:
             messages.append(
                 Error(

@@ -208,3 +208,19 @@ def test_scheduled_options_are_checked():
         declaration_of(_scheduled(nothing, catch_up=-1, **every))
     with pytest.raises(InvalidSchedule, match="unique_key must be a string"):
         declaration_of(_scheduled(nothing, unique_key=lambda: "k", **every))
+
+
+def test_catching_up_several_ticks_that_skip_each_other_is_a_warning(settings):
+    from django_leasequeue import task
+    from django_leasequeue.checks import check_schedules
+    from django_leasequeue.schedules import registry
+
+    before = dict(registry._SCHEDULED)
+    try:
+        task(every=timedelta(minutes=1), catch_up=3)(nothing)
+        task(every=timedelta(minutes=1), catch_up=3, overlap="allow")(at)
+        messages = [m for m in check_schedules("default") if m.obj.startswith(__name__)]
+    finally:
+        registry._SCHEDULED.clear()
+        registry._SCHEDULED.update(before)
+    assert [(m.id, m.obj) for m in messages] == [("leasequeue.W020", f"{__name__}.nothing")]
