@@ -114,7 +114,11 @@ class ScheduleAdmin(admin.ModelAdmin):
             )
         except InvalidSchedule as exc:
             return str(exc)
-        written = schedule.cron if schedule.cron is not None else f"every={schedule.every}"
+        written = (
+            f'cron="{schedule.cron}"'
+            if schedule.cron is not None
+            else f"every={schedule.every!r}".replace("datetime.", "")
+        )
         return f"{timing.describe()} — {written}"
 
     @admin.display(description=_("state"))

@@ -30,12 +30,15 @@ from django_leasequeue.schedules.statements import (
     sync_schedules,
 )
 from django_leasequeue.schedules.timing import InvalidSchedule
+from django_leasequeue.tasks_framework import InvalidTask
 
 logger = logging.getLogger(__name__)
 
 # The longest an idle scheduler waits between two checks: a pause, a resume or a new schedule
 # is seen within this long.
 CHECK_SECONDS = 1.0
+# How long a scheduler whose schedules could not be written waits before trying again.
+_SYNC_RETRY_SECONDS = 10.0
 # The shortest, so that a schedule due again at once (another process is firing it) is not
 # checked in a tight loop.
 _MIN_SLEEP_SECONDS = 0.01
@@ -58,12 +61,11 @@ class Scheduler:
         self.fields: dict[str, JobFields] = {}
 
     async def run(self) -> None:
-        self.declarations = self._declared()
-        self.fields = {
-            path: job_fields(self.backend, declaration)
-            for path, declaration in self.declarations.items()
-        }
-        await self._sync()
+        self._declare()
+        while not await self._synced():
+            await self._pause(_SYNC_RETRY_SECONDS)
+            if self.stopping.is_set():
+                return
         if not self.declarations:
             return
         paths = sorted(self.declarations)
@@ -79,21 +81,35 @@ class Scheduler:
                     wait = (soonest - check.now).total_seconds()
             except Exception:
                 logger.exception("Schedule check failed; checking again in %.0fs.", CHECK_SECONDS)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(
-                    self.stopping.wait(), min(CHECK_SECONDS, max(_MIN_SLEEP_SECONDS, wait))
-                )
+            await self._pause(min(CHECK_SECONDS, max(_MIN_SLEEP_SECONDS, wait)))
 
-    def _declared(self) -> dict[str, Declaration]:
+    async def _pause(self, seconds: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.stopping.wait(), seconds)
+
+    def _declare(self) -> None:
         """This backend's valid schedules; invalid ones are logged (system checks refuse to
         start workers with them, so this happens only when the checks were skipped)."""
-        declarations = {}
         for task in scheduled_tasks(self.backend.alias):
             try:
-                declarations[task.module_path] = declaration_of(task)
-            except InvalidSchedule as exc:
+                declaration = declaration_of(task)
+                self.fields[task.module_path] = job_fields(self.backend, declaration)
+            except (InvalidSchedule, InvalidTask) as exc:
                 logger.error("Schedule %s is invalid and does not run: %s", task.module_path, exc)
-        return declarations
+                continue
+            self.declarations[task.module_path] = declaration
+
+    async def _synced(self) -> bool:
+        """Write the declared schedules; False (logged) when the database refused, say because
+        the schedule table's migration was not applied yet: the worker's jobs go on."""
+        try:
+            await self._sync()
+        except Exception:
+            logger.exception(
+                "Could not write the schedules; trying again in %ss.", _SYNC_RETRY_SECONDS
+            )
+            return False
+        return True
 
     async def _sync(self) -> None:
         now = await self.db.run(database_now())
