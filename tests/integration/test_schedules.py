@@ -1,6 +1,7 @@
 """The schedule table's statements on real PostgreSQL: sync and retirement, one job per tick when
 processes race, the overlap policy, pause; and the system checks that refuse bad schedules."""
 
+import html
 import os
 import subprocess
 import sys
@@ -165,17 +166,17 @@ def test_overlap_allow_always_enqueues(backend):
 
 
 def test_a_paused_schedule_does_not_fire_its_ticks_but_runs_now(backend):
-    sync(tick)
-    Schedule.objects.filter(task_path=tick.module_path).update(paused=True)
-    assert fire(backend, tick, next_tick(tick)) is None
-    assert protocol.execute(due_schedules([tick.module_path])).due == []
+    sync(slow_tick)
+    Schedule.objects.filter(task_path=slow_tick.module_path).update(paused=True)
+    assert fire(backend, slow_tick, next_tick(slow_tick)) is None
+    assert protocol.execute(due_schedules([slow_tick.module_path])).due == []
 
-    job_id = run_now(backend, declaration_of(tick))
+    job_id = run_now(backend, declaration_of(slow_tick))
     job = Job.objects.get(pk=job_id)
-    assert job.task_path == tick.module_path and "scheduled_at" in job.kwargs
+    assert job.task_path == slow_tick.module_path and "scheduled_at" in job.kwargs
     # Run now obeys the overlap policy: the job above is unfinished.
-    assert run_now(backend, declaration_of(tick)) is None
-    row = Schedule.objects.get(task_path=tick.module_path)
+    assert run_now(backend, declaration_of(slow_tick)) is None
+    row = Schedule.objects.get(task_path=slow_tick.module_path)
     assert (row.last_job_id, row.skipped_count) == (job_id, 1)
 
 
@@ -238,3 +239,125 @@ def test_runworkers_refuses_to_start_with_a_bad_schedule():
     for check_id, path, _ in EXPECTED_ERRORS:
         assert check_id in output and path in output, output
     assert "Started worker process" not in output
+
+
+# The Schedules admin page, through Django's test client.
+
+SCHEDULES = "/admin/leasequeue/schedule/"
+
+
+@pytest.fixture
+def staff_client(django_user_model):
+    """A client logged in as staff (not superuser) with the given leasequeue permissions."""
+    from django.contrib.auth.models import Permission
+    from django.test import Client
+
+    def make(*codenames: str) -> Client:
+        user = django_user_model.objects.create_user(
+            f"staff-{'-'.join(codenames) or 'none'}", password="pw", is_staff=True
+        )
+        user.user_permissions.set(
+            Permission.objects.filter(content_type__app_label="leasequeue", codename__in=codenames)
+        )
+        client = Client()
+        client.force_login(user)
+        return client
+
+    return make
+
+
+def act(client, action: str, *schedules: Schedule):
+    return client.post(
+        SCHEDULES,
+        {"action": action, "_selected_action": [schedule.pk for schedule in schedules]},
+        follow=True,
+    )
+
+
+def test_the_page_lists_schedules_in_words_with_their_last_job(admin_client, backend):
+    sync(tick, slow_tick)
+    Schedule.objects.create(
+        task_path="myapp.tasks.gone", backend="default", cron="*/5 * * * *",
+        cron_timezone="Europe/Paris", retired=True,
+    )  # fmt: skip
+    job_id = run_now(backend, declaration_of(tick))
+    page = html.unescape(admin_client.get(SCHEDULES).content.decode())
+    assert "Every second" in page and "every=timedelta(seconds=1)" in page
+    assert "Every 5 minutes (Europe/Paris)" in page and 'cron="*/5 * * * *"' in page
+    assert "retired: no longer in the code" in page
+    assert f"/admin/leasequeue/job/{job_id}/change/" in page and "Queued" in page
+
+
+def test_pause_resume_and_run_now_actions(admin_client):
+    sync(slow_tick)
+    schedule = Schedule.objects.get(task_path=slow_tick.module_path)
+    assert "1 schedule paused." in act(admin_client, "pause_schedules", schedule).content.decode()
+    paused = Schedule.objects.get(pk=schedule.pk)
+    assert paused.paused and paused.version > schedule.version
+
+    page = act(admin_client, "run_schedules_now", schedule).content.decode()
+    job = Job.objects.get(task_path=slow_tick.module_path)
+    assert f"job {job.id}</a> enqueued." in page
+    page = act(admin_client, "run_schedules_now", schedule).content.decode()
+    assert "skipped, its previous run is unfinished (overlap: skip)" in page
+    assert Job.objects.filter(task_path=slow_tick.module_path).count() == 1
+
+    Schedule.objects.filter(pk=schedule.pk).update(
+        covered_until=F("covered_until") - timedelta(hours=1)
+    )
+    assert "1 schedule resumed." in act(admin_client, "resume_schedules", schedule).content.decode()
+    resumed = Schedule.objects.get(pk=schedule.pk)
+    assert not resumed.paused
+    # Ticks that passed while paused are not caught up: the schedule starts again now.
+    assert resumed.covered_until > paused.covered_until
+    assert resumed.next_run_at <= protocol.execute(database_now())
+
+
+def test_a_retired_schedule_cannot_run_and_only_it_can_be_deleted(admin_client):
+    sync(tick, slow_tick)
+    sync(tick)
+    retired = Schedule.objects.get(task_path=slow_tick.module_path)
+    live = Schedule.objects.get(task_path=tick.module_path)
+    page = act(admin_client, "run_schedules_now", retired).content.decode()
+    assert "is not in the code: it cannot run." in page
+    assert not Job.objects.exists()
+    assert admin_client.get(f"{SCHEDULES}{retired.pk}/delete/").status_code == 200
+    assert admin_client.get(f"{SCHEDULES}{live.pk}/delete/").status_code == 403
+
+
+def test_schedule_pages_are_read_only(admin_client):
+    sync(tick)
+    schedule = Schedule.objects.get(task_path=tick.module_path)
+    before = (schedule.version, schedule.covered_until)
+    response = admin_client.post(f"{SCHEDULES}{schedule.pk}/change/", {"paused": "on"})
+    assert response.status_code == 403
+    schedule.refresh_from_db()
+    assert (schedule.version, schedule.covered_until, schedule.paused) == (*before, False)
+    assert admin_client.get(f"{SCHEDULES}add/").status_code == 403
+
+
+def test_actions_need_the_change_permission(staff_client):
+    sync(tick)
+    schedule = Schedule.objects.get(task_path=tick.module_path)
+    viewer = staff_client("view_schedule")
+    assert viewer.get(SCHEDULES).status_code == 200
+    for action in ("pause_schedules", "resume_schedules", "run_schedules_now"):
+        act(viewer, action, schedule)
+    schedule.refresh_from_db()
+    assert not schedule.paused and not Job.objects.exists()
+    assert staff_client().get(SCHEDULES).status_code == 403
+
+    operator = staff_client("view_schedule", "change_schedule")
+    act(operator, "pause_schedules", schedule)
+    schedule.refresh_from_db()
+    assert schedule.paused
+
+
+def test_non_staff_are_sent_to_the_login_page(django_user_model):
+    from django.test import Client
+
+    user = django_user_model.objects.create_user("someone", password="pw")
+    client = Client()
+    client.force_login(user)
+    response = client.get(SCHEDULES)
+    assert response.status_code == 302 and "/admin/login/" in response["Location"]
