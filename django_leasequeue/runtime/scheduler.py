@@ -131,43 +131,45 @@ class Scheduler:
         version = due.version
         # Without a tick to fire, one step records the missed ticks and the next run.
         steps = plan.fire or [plan.covered_until]
-        woken = []
-        for index, tick in enumerate(steps):
-            later = steps[index + 1] if index + 1 < len(steps) else plan.next_run_at
-            [job_id] = uuid7_strs(1)
-            fired = await self.db.run(
-                fire_schedule(
-                    declaration,
-                    fields,
-                    job_id=job_id,
-                    version=version,
-                    tick=tick,
-                    enqueue=bool(plan.fire),
-                    covered_until=tick,
-                    next_run_at=later,
-                    missed=plan.missed if index == 0 else 0,
+        woken: list[tuple[str, str]] = []
+        try:
+            for index, tick in enumerate(steps):
+                later = steps[index + 1] if index + 1 < len(steps) else plan.next_run_at
+                [job_id] = uuid7_strs(1)
+                fired = await self.db.run(
+                    fire_schedule(
+                        declaration,
+                        fields,
+                        job_id=job_id,
+                        version=version,
+                        tick=tick,
+                        enqueue=bool(plan.fire),
+                        covered_until=tick,
+                        next_run_at=later,
+                        missed=plan.missed if index == 0 else 0,
+                    )
                 )
-            )
-            if fired is None:
-                break
-            version = fired.version
-            if index == 0 and plan.missed:
-                logger.warning(
-                    "Schedule %s: %d missed tick(s) passed over (catch_up=%d).",
-                    due.task_path,
-                    plan.missed,
-                    declaration.task.catch_up,
+                if fired is None:
+                    break
+                version = fired.version
+                if index == 0 and plan.missed:
+                    logger.warning(
+                        "Schedule %s: %d missed tick(s) passed over (catch_up=%d).",
+                        due.task_path,
+                        plan.missed,
+                        declaration.task.catch_up,
+                    )
+                if fired.job_id is not None:
+                    woken.append((fields.queue_name, str(fired.job_id)))
+                elif plan.fire:
+                    logger.debug(
+                        "Schedule %s: tick %s skipped, its previous run is unfinished.",
+                        due.task_path,
+                        tick.isoformat(),
+                    )
+        finally:  # the jobs inserted so far, even when a later step failed
+            if woken:
+                await asyncio.get_running_loop().run_in_executor(
+                    self.redis_calls, self.backend.wakeups.push, woken
                 )
-            if fired.job_id is not None:
-                woken.append((fields.queue_name, str(fired.job_id)))
-            elif plan.fire:
-                logger.info(
-                    "Schedule %s: tick %s skipped, its previous run is unfinished.",
-                    due.task_path,
-                    tick.isoformat(),
-                )
-        if woken:
-            await asyncio.get_running_loop().run_in_executor(
-                self.redis_calls, self.backend.wakeups.push, woken
-            )
         return plan.next_run_at
