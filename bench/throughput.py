@@ -2,6 +2,7 @@
 
     python bench/throughput.py [--jobs 20000] [--processes 2] [--concurrency 10]
     python bench/throughput.py --scale [--memory-jobs 1000000]   # bench/scale.py
+    python bench/throughput.py --schedule-cost   # drain with 100 schedules declared vs none
 
 Prints bulk enqueue jobs/s (median of --repeats runs, beside a raw COPY of the same rows),
 drain jobs/s with P processes x C concurrency (leases, heartbeats and fencing on), pickup
@@ -86,7 +87,9 @@ def worker_env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
-def start_workers(processes: int, concurrency: int, *extra: str) -> subprocess.Popen:
+def start_workers(
+    processes: int, concurrency: int, *extra: str, env: dict[str, str] | None = None
+) -> subprocess.Popen:
     return subprocess.Popen(
         [
             sys.executable,
@@ -102,7 +105,7 @@ def start_workers(processes: int, concurrency: int, *extra: str) -> subprocess.P
             *extra,
         ],
         cwd=ROOT,
-        env=worker_env(),
+        env={**worker_env(), **(env or {})},
         start_new_session=True,
     )
 
@@ -193,6 +196,49 @@ def measure_drain(
     return drain_rate(jobs), cpu / jobs
 
 
+def measure_schedule_cost(jobs: int, processes: int, concurrency: int, task, rounds: int) -> None:
+    """Drain jobs/s of long-running workers (a burst schedules nothing) with 100 schedules
+    declared and with none, alternating round by round; and the time of one schedule check."""
+    from django.db import connection
+
+    from django_leasequeue import protocol
+    from django_leasequeue.schedules.statements import due_schedules
+
+    rates: dict[bool, list[float]] = {False: [], True: []}
+    for round_ in range(rounds):
+        # Which goes first alternates too: a slow moment of a shared machine hits both alike.
+        for declared in (False, True) if round_ % 2 == 0 else (True, False):
+            reset()
+            with connection.cursor() as cursor:
+                cursor.execute("TRUNCATE leasequeue_schedule")
+            bulk_enqueue(jobs, task)
+            env = {"LEASEQUEUE_BENCH_SCHEDULES": "1"} if declared else {}
+            workers = start_workers(processes, concurrency, env=env)
+            wait_all_finished(jobs)
+            stop_workers(workers)
+            rates[declared].append(drain_rate(jobs))
+    none, hundred = statistics.median(rates[False]), statistics.median(rates[True])
+    print(
+        f"drain with 0 schedules: {none:,.0f} jobs/s; with 100 schedules: {hundred:,.0f} jobs/s "
+        f"(ratio {hundred / none:.3f}; medians of {rounds} rounds: "
+        f"{[round(r) for r in rates[False]]} vs {[round(r) for r in rates[True]]})",
+        flush=True,
+    )
+    paths = [f"bench.schedules.tasks.daily_{n:03d}" for n in range(100)]
+    statement = due_schedules(paths)
+    protocol.execute(statement)
+    checks = 2000
+    started = time.perf_counter()
+    for _ in range(checks):
+        protocol.execute(statement)
+    elapsed = (time.perf_counter() - started) / checks
+    print(
+        f"one schedule check (100 schedules, none due, round trip included): "
+        f"{elapsed * 1e6:.0f} µs; a worker makes about one a second",
+        flush=True,
+    )
+
+
 def measure_pickup(samples: int, processes: int, concurrency: int, task) -> list[float]:
     """Milliseconds from enqueue (commit) to claim, workers idle and waiting on Redis."""
     from django_leasequeue.models import Job
@@ -275,9 +321,18 @@ def main() -> None:
     parser.add_argument(
         "--memory-jobs", type=int, default=1_000_000, help="jobs of the long memory run"
     )
+    parser.add_argument(
+        "--schedule-cost",
+        action="store_true",
+        help="only drain with 100 schedules declared vs none (median of --repeats rounds)",
+    )
     args = parser.parse_args()
     setup_database()
     from bench.tasks import anoop, noop
+
+    if args.schedule_cost:
+        measure_schedule_cost(args.jobs, args.processes, args.concurrency, anoop, args.repeats)
+        return
 
     if args.scale:
         from bench import scale

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from django_leasequeue import jsonargs, operations, protocol
 from django_leasequeue.calls import check_arguments, check_importable
-from django_leasequeue.checks import check_backend, check_job_database
+from django_leasequeue.checks import check_backend, check_job_database, check_schedules
 from django_leasequeue.conf import BackendConfig
 from django_leasequeue.exceptions import InvalidTaskArguments
 from django_leasequeue.flow import backpressure
@@ -106,6 +106,7 @@ class LeaseQueueBackend(BaseTaskBackend):
         return [
             *check_backend(self.alias, self.config),
             *check_job_database(self.alias, self.config.database, job_databases),
+            *check_schedules(self.alias),
         ]
 
     # Enqueue
@@ -267,6 +268,10 @@ class LeaseQueueBackend(BaseTaskBackend):
                 f"(it has {len(key)})."
             )
         return key
+
+    def task_defaults(self, task: Task) -> "_TaskDefaults":
+        """What every job of ``task`` stores, validated (the scheduler inserts its jobs itself)."""
+        return self._task_defaults(task)
 
     def _task_defaults(self, task: Task) -> "_TaskDefaults":
         """Validate the task; what its jobs store, the backend's defaults filled in."""

@@ -8,6 +8,9 @@ from django.db import connections
 
 from django_leasequeue.conf import BackendConfig
 from django_leasequeue.metrics import client as metrics_client
+from django_leasequeue.schedules.declaration import InvalidScheduledCall, declaration_of
+from django_leasequeue.schedules.registry import scheduled_tasks
+from django_leasequeue.schedules.timing import InvalidSchedule
 
 
 def check_backend(alias: str, config: BackendConfig) -> list[CheckMessage]:
@@ -118,3 +121,42 @@ def check_progress_script(app_configs: object = None, **kwargs: object) -> list[
             id="leasequeue.W040",
         )
     ]
+
+
+def check_schedules(alias: str) -> list[CheckMessage]:
+    """Every schedule declared for the backend can tick: a valid cron expression (and time zone)
+    or a positive interval, valid options, and a function that needs no arguments but
+    ``scheduled_at``. Imports every installed app's ``tasks`` module to find them."""
+    messages: list[CheckMessage] = []
+    for task in scheduled_tasks(alias):
+        try:
+            declaration_of(task)
+            if task.catch_up > 1 and task.overlap == "skip":
+                messages.append(
+                    Warning(
+                        f"Scheduled task {task.module_path}: catch_up={task.catch_up} with "
+                        "overlap='skip' runs one missed tick: the others are skipped while it "
+                        "is unfinished.",
+                        hint="Use overlap='allow', or catch_up=1.",
+                        obj=task.module_path,
+                        id="leasequeue.W020",
+                    )
+                )
+        except InvalidScheduledCall as exc:
+            messages.append(
+                Error(
+                    f"Scheduled task {task.module_path}: {exc}",
+                    hint="Give its other parameters defaults, or drop cron/every.",
+                    obj=task.module_path,
+                    id="leasequeue.E021",
+                )
+            )
+        except InvalidSchedule as exc:
+            messages.append(
+                Error(
+                    f"Scheduled task {task.module_path}: {exc}",
+                    obj=task.module_path,
+                    id="leasequeue.E020",
+                )
+            )
+    return messages

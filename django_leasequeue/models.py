@@ -10,7 +10,10 @@ from django.db.models.functions import Now
 from django.utils.translation import gettext_lazy as _
 
 from django_leasequeue.ids import uuid7
+from django_leasequeue.schedules.model import Schedule
 from django_leasequeue.status import JobStatus
+
+__all__ = ["Job", "Schedule", "TolerantJSONField", "Undecodable"]
 
 
 @dataclass(frozen=True, slots=True)

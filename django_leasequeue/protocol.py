@@ -206,9 +206,9 @@ def enqueue(jobs: Sequence[NewJob]) -> Statement[dict[str, Row]]:
             timeout=job.timeout_seconds,
             backoff=job.backoff_seconds,
             unique_key=job.unique_key,
-            **_limit_columns(job.limits),
+            **limit_columns(job.limits),
         )
-    limits = [_limit_columns(job.limits) for job in jobs]
+    limits = [limit_columns(job.limits) for job in jobs]
     return _statement(
         "enqueue",
         _by_id,
@@ -234,7 +234,8 @@ def enqueue(jobs: Sequence[NewJob]) -> Statement[dict[str, Row]]:
 _NO_LIMITS = dict.fromkeys(("limits", "flow_key", "concurrency_key", "pending_key"))
 
 
-def _limit_columns(limits: JobLimits | None) -> dict[str, str | None]:
+def limit_columns(limits: JobLimits | None) -> dict[str, str | None]:
+    """The job row's flow-control columns for these limits (all None without)."""
     if limits is None:
         return _NO_LIMITS
     return {

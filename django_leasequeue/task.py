@@ -2,8 +2,10 @@
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from datetime import timedelta
+from typing import Any, Literal
 
+from django_leasequeue.schedules.registry import register
 from django_leasequeue.tasks_framework import (
     DEFAULT_TASK_BACKEND_ALIAS,
     DEFAULT_TASK_PRIORITY,
@@ -15,6 +17,7 @@ from django_leasequeue.tasks_framework import task as django_task
 UniqueKey = str | Callable[..., str] | None
 # A flow-control key: a callable given the job's arguments, returning the key's name.
 LimitKey = Callable[..., str] | None
+Overlap = Literal["skip", "allow"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -39,6 +42,17 @@ class LeaseTask(Task):
     rate_limit_key: LimitKey = None
     max_pending: int | None = None
     max_pending_key: LimitKey = None
+    # Periodic jobs (docs/periodic-jobs.md): a cron expression or an interval, checked by the
+    # system checks (leasequeue.E020-E022), not here, so that a bad one is reported, not raised.
+    cron: str | None = None
+    cron_timezone: str | None = None
+    every: timedelta | None = None
+    overlap: Overlap = "skip"
+    catch_up: int = 1
+
+    @property
+    def is_scheduled(self) -> bool:
+        return self.cron is not None or self.every is not None
 
     def using(
         self,
@@ -105,10 +119,18 @@ def task(
     rate_limit_key: LimitKey = None,
     max_pending: int | None = None,
     max_pending_key: LimitKey = None,
+    cron: str | None = None,
+    cron_timezone: str | None = None,
+    every: timedelta | None = None,
+    overlap: Overlap = "skip",
+    catch_up: int = 1,
 ) -> Any:
-    """Django's ``@task`` with our options; needs a LeaseQueueBackend as ``backend``."""
-    return django_task(
-        function,
+    """Django's ``@task`` with our options; needs a LeaseQueueBackend as ``backend``.
+
+    With ``cron`` or ``every`` the task is also a schedule (see ``django_leasequeue.schedules``).
+    """
+    declare = django_task(
+        None,
         priority=priority,
         queue_name=queue_name,
         backend=backend,
@@ -123,4 +145,17 @@ def task(
         rate_limit_key=rate_limit_key,
         max_pending=max_pending,
         max_pending_key=max_pending_key,
+        cron=cron,
+        cron_timezone=cron_timezone,
+        every=every,
+        overlap=overlap,
+        catch_up=catch_up,
     )
+
+    def declare_and_register(func: Callable[..., Any]) -> LeaseTask:
+        declared = declare(func)
+        if declared.is_scheduled:
+            register(declared)
+        return declared
+
+    return declare_and_register(function) if function is not None else declare_and_register

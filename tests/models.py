@@ -20,3 +20,17 @@ class Execution(models.Model):
 
     def __str__(self) -> str:
         return f"attempt {self.attempt} of {self.job_id} in {self.pid}"
+
+
+class TickRun(models.Model):
+    """One run of a periodic-job test task, with its tick and its own start and end times."""
+
+    task_name = models.CharField(max_length=100)
+    job_id = models.UUIDField()
+    scheduled_at = models.DateTimeField()
+    pid = models.IntegerField()
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.task_name} tick {self.scheduled_at:%H:%M:%S} by {self.pid}"

@@ -25,6 +25,9 @@ INSTALLED_APPS = [
     "tests",
     # The demo site's app, so that its views and job are tested too (tests/example).
     "example_project.matching",
+    # Apps whose tasks modules declare schedules, installed only in the workers of the periodic
+    # jobs' tests (tests/periodic): elsewhere their schedules would fire in every test's workers.
+    *filter(None, os.environ.get("LEASEQUEUE_TEST_APPS", "").split(",")),
 ]
 MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",

@@ -498,3 +498,7 @@ def _queue_limits() -> dict:
     for backend in lease_queue_backends():
         limits.update(backend.config.queue_limits)
     return limits
+
+
+# The Schedules page (periodic jobs), registered on import.
+from django_leasequeue.admin import schedules  # noqa: E402, F401

@@ -16,6 +16,7 @@ from django_leasequeue.exceptions import JobTimeout, UndecodableJob, UnknownTask
 from django_leasequeue.protocol import ClaimedJob
 from django_leasequeue.results import task_for_path
 from django_leasequeue.runtime.threads import JobThreads
+from django_leasequeue.schedules.calls import call_kwargs
 from django_leasequeue.tasks_framework import Task, normalize_json
 
 
@@ -98,12 +99,13 @@ async def execute(
     Cancellation (lease lost, cancel requested, shutdown) propagates to the caller.
     """
     args = _call_args(task, context, job)
+    kwargs = call_kwargs(task, job.kwargs)
     try:
         if job.timeout_seconds is None:
-            value = await _call(task.func, args, job.kwargs, threads)
+            value = await _call(task.func, args, kwargs, threads)
         else:
             async with asyncio.timeout(job.timeout_seconds):
-                value = await _call(task.func, args, job.kwargs, threads)
+                value = await _call(task.func, args, kwargs, threads)
     except TimeoutError as exc:
         timeout = JobTimeout(f"Attempt ran longer than its timeout of {job.timeout_seconds}s.")
         timeout.__cause__ = exc

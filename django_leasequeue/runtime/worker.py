@@ -25,6 +25,7 @@ from django_leasequeue.runtime.execution import Outcome, execute, resolve
 from django_leasequeue.runtime.flow_claims import FlowClaimer
 from django_leasequeue.runtime.handle import JobHandle, StopReason
 from django_leasequeue.runtime.registry import WorkerRegistry
+from django_leasequeue.runtime.scheduler import Scheduler
 from django_leasequeue.runtime.shutdown import (
     StopClock,
     close_within,
@@ -208,6 +209,9 @@ class Worker:
             asyncio.create_task(self.task_signals.run(), name="task-signals"),
             asyncio.create_task(self._watch_loop(), name="watch"),
         ]
+        if not self.config.burst:  # a burst drains the queues; it does not add to them
+            scheduler = Scheduler(self.backend, self.beat_db, self.redis_calls, self.stopping)
+            services.append(asyncio.create_task(scheduler.run(), name="scheduler"))
         claiming = asyncio.create_task(self._claim_then_drain(), name="claim")
         try:
             await self._until_claiming_ends(claiming, services)

@@ -1,0 +1,70 @@
+"""What a schedule's job stores, and "run now" (the admin's action) through ``fire_schedule``."""
+
+from functools import partial
+from uuid import UUID
+
+from django.db import transaction
+
+from django_leasequeue import protocol
+from django_leasequeue.backend import LeaseQueueBackend
+from django_leasequeue.ids import uuid7_strs
+from django_leasequeue.schedules.declaration import Declaration
+from django_leasequeue.schedules.model import Schedule
+from django_leasequeue.schedules.statements import JobFields, fire_schedule
+
+# "Run now" reads the schedule's version and fires; a worker firing in between makes it read
+# again, this many times at most.
+_RUN_NOW_ATTEMPTS = 5
+
+
+def job_fields(backend: LeaseQueueBackend, declaration: Declaration) -> JobFields:
+    task = declaration.task
+    defaults = backend.task_defaults(task)
+    queue_limit = backend.config.queue_limits.get(task.queue_name)
+    return JobFields(
+        queue_name=task.queue_name,
+        priority=task.priority,
+        backend=backend.alias,
+        max_attempts=defaults.max_attempts,
+        timeout_seconds=defaults.timeout_seconds,
+        backoff_seconds=defaults.backoff_seconds,
+        # A scheduled task's limit keys get no arguments (its jobs have none to key on).
+        limits=defaults.flow.job_limits(defaults.task_path, queue_limit, (), {})
+        if defaults.flow
+        else None,
+    )
+
+
+class ScheduleChanged(Exception):
+    """The schedule kept changing under "run now" (or was retired meanwhile)."""
+
+
+def run_now(backend: LeaseQueueBackend, declaration: Declaration) -> UUID | None:
+    """Enqueue one job of the schedule now, subject to its overlap policy: returns the job's id,
+    or None when the previous run is unfinished and the policy is "skip". Does not move the
+    schedule's ticks. Workers are woken when the caller's transaction commits."""
+    fields = job_fields(backend, declaration)
+    using = backend.config.database
+    for _ in range(_RUN_NOW_ATTEMPTS):
+        version = (
+            Schedule.objects.using(using)
+            .filter(task_path=declaration.task_path, retired=False)
+            .values_list("version", flat=True)
+            .first()
+        )
+        if version is None:
+            break
+        [job_id] = uuid7_strs(1)
+        fired = protocol.execute(
+            fire_schedule(declaration, fields, job_id=job_id, version=version, tick=None), using
+        )
+        if fired is None:
+            continue
+        if fired.job_id is not None:
+            pair = [(fields.queue_name, str(fired.job_id))]
+            transaction.on_commit(partial(backend.wakeups.push, pair), using=using)
+        return fired.job_id
+    raise ScheduleChanged(
+        f"Schedule {declaration.task_path} changed while running it now (retired, or fired "
+        "by workers in between); try again."
+    )

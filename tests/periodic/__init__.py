@@ -1,0 +1,5 @@
+"""Apps whose ``tasks`` modules declare schedules, for the periodic jobs' tests.
+
+Each is installed only in the workers a periodic-jobs test starts (``LEASEQUEUE_TEST_APPS``,
+see tests/settings.py), so that its schedules do not fire in the workers of other tests.
+"""

@@ -1,0 +1,1 @@
+"""One schedule ticking every second (the exactly-once, kill -9 and pause tests)."""
