@@ -1,4 +1,6 @@
 import pytest
+from django.contrib.auth.models import Permission
+from django.test import Client
 from django_redis import get_redis_connection
 
 from django_leasequeue.tasks_framework import task_backends
@@ -19,3 +21,21 @@ def redis_client(backend):
     keys = client.keys(f"{backend.config.key_prefix}:*")
     if keys:
         client.delete(*keys)
+
+
+@pytest.fixture
+def staff_client(django_user_model):
+    """Makes a client logged in as staff (not superuser) with the given leasequeue permissions."""
+
+    def make(*codenames: str) -> Client:
+        user = django_user_model.objects.create_user(
+            f"staff-{'-'.join(codenames) or 'none'}", password="pw", is_staff=True
+        )
+        user.user_permissions.set(
+            Permission.objects.filter(content_type__app_label="leasequeue", codename__in=codenames)
+        )
+        client = Client()
+        client.force_login(user)
+        return client
+
+    return make

@@ -11,7 +11,6 @@ from uuid import UUID
 
 import pytest
 from django.contrib.admin.models import LogEntry
-from django.contrib.auth.models import Permission
 from django.db import connection, transaction
 from django.db.models import BooleanField
 from django.db.models.expressions import RawSQL
@@ -74,24 +73,6 @@ def run_action(client: Client, name: str, ids, **extra) -> list[str]:
     response = client.post(CHANGELIST, data, follow=True)
     assert response.status_code == 200
     return messages_of(response)
-
-
-@pytest.fixture
-def staff_client(django_user_model):
-    """Makes a client logged in as staff (not superuser) with the given job permissions."""
-
-    def make(*codenames: str) -> Client:
-        user = django_user_model.objects.create_user(
-            f"staff-{'-'.join(codenames) or 'none'}", password="pw", is_staff=True
-        )
-        user.user_permissions.set(
-            Permission.objects.filter(content_type__app_label="leasequeue", codename__in=codenames)
-        )
-        client = Client()
-        client.force_login(user)
-        return client
-
-    return make
 
 
 # The list

@@ -246,26 +246,6 @@ def test_runworkers_refuses_to_start_with_a_bad_schedule():
 SCHEDULES = "/admin/leasequeue/schedule/"
 
 
-@pytest.fixture
-def staff_client(django_user_model):
-    """A client logged in as staff (not superuser) with the given leasequeue permissions."""
-    from django.contrib.auth.models import Permission
-    from django.test import Client
-
-    def make(*codenames: str) -> Client:
-        user = django_user_model.objects.create_user(
-            f"staff-{'-'.join(codenames) or 'none'}", password="pw", is_staff=True
-        )
-        user.user_permissions.set(
-            Permission.objects.filter(content_type__app_label="leasequeue", codename__in=codenames)
-        )
-        client = Client()
-        client.force_login(user)
-        return client
-
-    return make
-
-
 def act(client, action: str, *schedules: Schedule):
     return client.post(
         SCHEDULES,
