@@ -12,6 +12,7 @@ from django_leasequeue.exceptions import (
     QueueFull,
     UndecodableJob,
     UnknownTask,
+    UnstorableValue,
 )
 from django_leasequeue.fencing import fenced_atomic
 from django_leasequeue.runtime.context import JobContext
@@ -30,6 +31,7 @@ __all__ = [
     "QueueFull",
     "UndecodableJob",
     "UnknownTask",
+    "UnstorableValue",
     "fenced_atomic",
     "task",
 ]

@@ -261,11 +261,15 @@ class LeaseQueueBackend(BaseTaskBackend):
     @staticmethod
     def _unique_key(task: LeaseTask, args: Sequence[Any], kwargs: Mapping[str, Any]) -> str:
         key = task.unique_key_for(args, kwargs)
-        if len(key) > UNIQUE_KEY_MAX_LENGTH or "\x00" in key:
+        if len(key) > UNIQUE_KEY_MAX_LENGTH:
             raise InvalidTaskArguments(
                 f"Cannot enqueue {task.module_path}: its unique key {key[:40]!r}... must be at "
-                f"most {UNIQUE_KEY_MAX_LENGTH} characters, without NUL characters "
-                f"(it has {len(key)})."
+                f"most {UNIQUE_KEY_MAX_LENGTH} characters (it has {len(key)})."
+            )
+        if (problem := jsonargs.text_problem(key)) is not None:
+            raise InvalidTaskArguments(
+                f"Cannot enqueue {task.module_path}: its unique key {key[:40]!r} cannot be "
+                f"stored ({problem})."
             )
         return key
 

@@ -7,6 +7,16 @@ class InvalidTaskArguments(InvalidTask, TypeError):
     """Arguments of an enqueue that cannot be stored as JSON; nothing was written."""
 
 
+class UnstorableValue(ValueError):
+    """A value a job row cannot hold (see ``jsonargs``): a return value, checkpoint or progress
+    report the worker refused before sending it. The attempt fails without retry, and the job's
+    errors name ``what`` it was, the ``problem`` and ``where`` in the value it was found."""
+
+    def __init__(self, what: str, problem: str, where: str = "") -> None:
+        self.what, self.problem, self.where = what, problem, where
+        super().__init__(f"{what}: {problem}{f' at {where}' if where else ''}")
+
+
 class LeaseLost(Exception):
     """The worker no longer holds the job's lease: another claim superseded it or it expired.
 

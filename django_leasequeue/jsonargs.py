@@ -1,9 +1,17 @@
-"""Strict JSON for job arguments, results and checkpoints: nothing is pickled, and nothing is
-written that PostgreSQL or a worker could not read back.
+"""The one rule for every value a job row holds: arguments, results, checkpoints, progress
+messages, keys and errors. Nothing is pickled, and nothing is sent that PostgreSQL would refuse
+or that a worker could not read back as it was.
 
-Refused, with the reason: values that are not JSON, dicts with non-string keys, NaN and
-infinities, NUL characters (jsonb cannot hold them), nesting deeper than ``MAX_NESTING`` and,
-when a limit is set, an encoding larger than ``max_bytes``.
+A JSON value is storable when it holds only dicts with string keys, lists, strings, whole
+numbers of at most ``MAX_INT_DIGITS`` digits, finite floats, booleans and None, nests at most
+``MAX_NESTING`` deep and, when a limit is set, encodes to at most ``max_bytes``. A string (a JSON
+string, a key or a text column) is storable when it holds no NUL character (PostgreSQL's text
+and jsonb cannot) and no surrogate code point (lone surrogates are not Unicode: PostgreSQL
+refuses them, and a pair of them would come back as one other character).
+
+``encode`` is the fast path: CPython's C encoder, then a scan of its ASCII output for the few
+escapes that may hide a problem; only then is the value walked (``problem_in``) to name the
+problem and where it is, e.g. "lone surrogate U+DC80 at [0], character 4".
 """
 
 import json
@@ -11,13 +19,21 @@ from collections.abc import Mapping, Sequence
 from json.encoder import c_make_encoder, encode_basestring_ascii
 from typing import Any, NoReturn
 
-from django_leasequeue.exceptions import InvalidTaskArguments
+from django_leasequeue.exceptions import InvalidTaskArguments, UnstorableValue
 
 # Deepest nesting of lists and dicts a job's arguments, result or checkpoint may have. Deep
 # enough for any real payload, far below what makes Python's JSON decoder recurse too deep.
 MAX_NESTING = 100
-# How a NUL character looks in our (ASCII-only) encoding; jsonb refuses it.
+# Python reads and writes longer integers only when told to (sys.set_int_max_str_digits);
+# a worker could not read such a value back.
+MAX_INT_DIGITS = 4300
+# Escapes in our ASCII encoding after which the value must be walked: NUL, and the surrogate
+# escapes of characters beyond U+FFFF (a real emoji and a surrogate code point look alike).
 _NUL = "\\u0000"
+_SURROGATE = "\\ud"
+# A float's repr with a positive exponent (1e+16): jsonb keeps the number, not that it was a
+# float, and gives back the integer 10000000000000000 (for 1e+23, a different number).
+_EXPONENT = "e+"
 
 
 def _refuse(value: Any) -> Any:
@@ -37,7 +53,7 @@ _ENCODER = json.JSONEncoder(allow_nan=False, separators=(",", ":"))
 
 
 def dumps(value: Any) -> str:
-    """Encode as JSON, refusing NaN/Infinity (PostgreSQL's jsonb cannot store them)."""
+    """Encode as compact ASCII JSON, refusing NaN/Infinity. No other check: see ``encode``."""
     if _ENCODE is None:
         return _ENCODER.encode(value)
     try:
@@ -46,27 +62,154 @@ def dumps(value: Any) -> str:
         raise ValueError("circular reference, or nested too deeply") from None
 
 
-def storable(value: Any, max_bytes: int | None = None) -> str:
-    """``dumps``, then the checks that make sure PostgreSQL stores it and a worker reads it back.
+def encode(value: Any, what: str, max_bytes: int | None = None) -> str:
+    """The JSON PostgreSQL stores for ``value`` (read back, it equals ``value``).
 
-    Raises TypeError or ValueError naming the problem.
+    Raises ``UnstorableValue`` naming ``what`` (e.g. "return value"), the problem and where.
     """
-    if nesting_exceeds(value, MAX_NESTING):
-        raise ValueError(f"nested more than {MAX_NESTING} levels deep")
-    text = dumps(value)
-    problem = text_problem(text, max_bytes)
-    if problem:
-        raise ValueError(problem)
+    try:
+        text = dumps(value)
+    except (TypeError, ValueError):
+        found = problem_in(value) or ("cannot be encoded as JSON", "")
+        raise UnstorableValue(what, *found) from None
+    if (
+        _NUL in text
+        or _SURROGATE in text
+        or _EXPONENT in text
+        or text.count("[") + text.count("{") > MAX_NESTING
+        # The encoder turns 1, 2.5, True and None keys into strings: they would change.
+        or ("{" in text and _has_non_string_keys(value))
+    ):
+        found = problem_in(value)
+        if found is not None:
+            raise UnstorableValue(what, *found)
+        if _EXPONENT in text:
+            text = _encode_exact(value)
+    if max_bytes is not None and len(text) > max_bytes:
+        raise UnstorableValue(what, f"{len(text):,} bytes as JSON, over the limit of {max_bytes:,}")
     return text
 
 
-def text_problem(text: str, max_bytes: int | None) -> str | None:
-    """Why an encoded value cannot be stored, or None. (Our encoding is ASCII: one byte a char.)"""
-    if _NUL in text:
-        return "contains a NUL character (\\x00), which PostgreSQL cannot store"
-    if max_bytes is not None and len(text) > max_bytes:
-        return f"is {len(text):,} bytes as JSON, over the limit of {max_bytes:,}"
+def problem_in(value: Any, *, inside: int = 0) -> tuple[str, str] | None:
+    """The first problem that makes ``value`` unstorable and where it is (``[0]["name"]``,
+    ``character 4`` inside a string), or None. ``inside``: how deep the value sits in the one
+    that is stored (an argument sits in the list of arguments)."""
+    found = _problem(value, "", 1 + inside, MAX_NESTING)
+    if found is None or len(found[1]) <= _LONGEST_PATH:
+        return found
+    problem, where = found
+    return problem, f"{where[: _LONGEST_PATH // 2]}...{where[-_LONGEST_PATH // 2 :]}"
+
+
+_LONGEST_PATH = 80
+
+
+def _problem(value: Any, path: str, depth: int, depth_limit: int) -> tuple[str, str] | None:
+    # Recursion is bounded by depth_limit (a circular value is reported as nested too deeply).
+    if isinstance(value, str):
+        found = _string_problem(value)
+        return None if found is None else (found[0], _join(path, f"character {found[1]}"))
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        if too_many_digits(value):
+            return f"an integer of more than {MAX_INT_DIGITS:,} digits", path
+        return None
+    if isinstance(value, float):
+        if value != value or value in (_INFINITY, -_INFINITY):
+            return f"{value!r} (JSON has no NaN or infinity)", path
+        return None
+    if not isinstance(value, dict | list | tuple):
+        return f"an object of type {type(value).__name__}, which is not JSON", path
+    if depth > depth_limit:
+        return f"nested more than {depth_limit} levels deep (or circular)", path
+    if isinstance(value, dict):
+        for key, child in value.items():
+            if not isinstance(key, str):
+                return f"a dictionary key {key!r:.40} that is not a string", path
+            found = _string_problem(key)
+            if found is not None:
+                return f"{found[0]} in a key", _join(path, f"key {key!r:.40}")
+            found = _problem(child, f"{path}[{key!r:.40}]", depth + 1, depth_limit)
+            if found is not None:
+                return found
+        return None
+    for index, child in enumerate(value):
+        found = _problem(child, f"{path}[{index}]", depth + 1, depth_limit)
+        if found is not None:
+            return found
     return None
+
+
+_INFINITY = float("inf")
+
+
+def _join(path: str, detail: str) -> str:
+    return f"{path}, {detail}" if path else detail
+
+
+def _string_problem(text: str) -> tuple[str, int] | None:
+    """What PostgreSQL cannot store in this string, and at which character, or None."""
+    if "\x00" in text:
+        return "NUL character (\\x00)", text.index("\x00")
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return f"lone surrogate U+{ord(text[exc.start]):04X}", exc.start
+    return None
+
+
+def text_problem(text: str) -> str | None:
+    """Why PostgreSQL cannot store this string (a text column or a JSON string), or None."""
+    found = _string_problem(text)
+    return None if found is None else f"{found[0]} at character {found[1]}"
+
+
+def escaped_text(text: str) -> str:
+    """``text`` with what PostgreSQL cannot store written out as escapes (``\\x00``,
+    ``\\udc80``): for exception messages and tracebacks, which are kept, not refused."""
+    if _string_problem(text) is None:
+        return text
+    return text.replace("\x00", "\\x00").encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def too_many_digits(number: int) -> bool:
+    """Whether an integer has more digits than Python reads back by default."""
+    # 3.32 bits a digit: below this many bits, no need to compare with the limit.
+    return number.bit_length() >= MAX_INT_DIGITS * 3 and abs(number) >= _FIRST_TOO_LONG
+
+
+_FIRST_TOO_LONG = 10**MAX_INT_DIGITS
+
+
+def _encode_exact(value: Any) -> str:
+    """``dumps``, with each float that has a positive exponent written out in full with
+    ``.0`` (1e+23 as 99999999999999991611392.0), which jsonb keeps as that float. Only for
+    values ``problem_in`` passed, so the recursion is bounded by MAX_NESTING."""
+    if isinstance(value, float):
+        text = repr(value)
+        return f"{int(value)}.0" if _EXPONENT in text else text
+    if isinstance(value, dict):
+        items = (f"{encode_basestring_ascii(k)}:{_encode_exact(v)}" for k, v in value.items())
+        return "{" + ",".join(items) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(_encode_exact(item) for item in value) + "]"
+    return dumps(value)
+
+
+def _has_non_string_keys(value: Any) -> bool:
+    """Any dict key that is not a string, at any depth (callers bound the depth first)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if any(not isinstance(key, str) for key in item):
+                return True
+            stack.extend(c for c in item.values() if isinstance(c, dict | list | tuple))
+        elif isinstance(item, list | tuple):
+            stack.extend(child for child in item if isinstance(child, dict | list | tuple))
+    return False
 
 
 def nesting_exceeds(value: Any, limit: int) -> bool:
@@ -89,25 +232,11 @@ def nesting_exceeds(value: Any, limit: int) -> bool:
 def encode_arguments(
     task_path: str, args: Sequence[Any], kwargs: Mapping[str, Any], max_bytes: int | None = None
 ) -> tuple[str, str]:
-    """Encode a call's arguments as JSON; raise InvalidTaskArguments naming the first bad one."""
+    """Encode a call's arguments; raise InvalidTaskArguments naming the first bad one."""
     try:
-        args_json = dumps(list(args))
-        kwargs_json = dumps(dict(kwargs)) if kwargs else "{}"
-    except (TypeError, ValueError):
-        _raise_for_first_bad_argument(task_path, args, kwargs)
-    # Cheap checks first: nesting can only be deep where many brackets are, and dict keys can
-    # only be wrong where a dict is.
-    brackets = sum(text.count("[") + text.count("{") for text in (args_json, kwargs_json))
-    if (
-        (
-            brackets > MAX_NESTING
-            and (nesting_exceeds(list(args), MAX_NESTING) or nesting_exceeds(kwargs, MAX_NESTING))
-        )
-        or ("{" in args_json and _has_non_string_keys(args))
-        or (kwargs and _has_non_string_keys(kwargs))
-        or _NUL in args_json
-        or _NUL in kwargs_json
-    ):
+        args_json = encode(list(args), "arguments")
+        kwargs_json = encode(dict(kwargs), "arguments") if kwargs else "{}"
+    except UnstorableValue:
         _raise_for_first_bad_argument(task_path, args, kwargs)
     if max_bytes is not None and len(args_json) + len(kwargs_json) > max_bytes:
         raise InvalidTaskArguments(
@@ -121,25 +250,25 @@ def encode_arguments(
 def _raise_for_first_bad_argument(
     task_path: str, args: Sequence[Any], kwargs: Mapping[str, Any]
 ) -> NoReturn:
+    if any(not isinstance(key, str) for key in kwargs):
+        raise InvalidTaskArguments(f"Cannot enqueue {task_path}: keyword names must be strings.")
     named = [(f"args[{i}]", value) for i, value in enumerate(args)]
     named += [(f"kwargs[{key!r}]", value) for key, value in kwargs.items()]
     for label, value in named:
-        try:
-            if nesting_exceeds(value, MAX_NESTING - 1):  # inside the list of all arguments
-                raise ValueError(f"nested more than {MAX_NESTING} levels deep")
-            if _has_non_string_keys(value):
-                raise TypeError("dictionary keys must be strings, or they change on the way back")
-            problem = text_problem(dumps(value), None)
-            if problem:
-                raise ValueError(problem)
-        except (TypeError, ValueError) as exc:
-            raise InvalidTaskArguments(
-                f"Cannot enqueue {task_path}: argument {label} = {_preview(value)} is not JSON "
-                f"that can be stored ({exc}). Pass ids, strings, numbers, lists and dicts, "
-                "not objects."
-            ) from None
-    if any(not isinstance(key, str) for key in kwargs):
-        raise InvalidTaskArguments(f"Cannot enqueue {task_path}: keyword names must be strings.")
+        found = problem_in(value, inside=1)  # in the list (or dict) of all arguments
+        if found is None:
+            continue
+        problem, where = found
+        at = label + where if where.startswith("[") else _join(label, where)
+        hint = (
+            " Pass ids, strings, numbers, lists and dicts, not objects."
+            if "not JSON" in problem or "not a string" in problem
+            else ""
+        )
+        raise InvalidTaskArguments(
+            f"Cannot enqueue {task_path}: argument {label} = {_preview(value)} is not JSON that "
+            f"can be stored ({problem} at {at}).{hint}"
+        )
     raise InvalidTaskArguments(f"Cannot enqueue {task_path}: its arguments cannot be stored.")
 
 
@@ -147,9 +276,11 @@ def _preview(value: Any) -> str:
     """The start of ``repr(value)``, without building the whole of a huge or deep value."""
     if isinstance(value, list | tuple | dict) and nesting_exceeds(value, 3):
         return f"<a {type(value).__name__} nested deeply>"
+    if isinstance(value, int) and too_many_digits(value):
+        return f"<an integer of {value.bit_length():,} bits>"
     try:
         return f"{value!r:.80}"
-    except RecursionError:
+    except (RecursionError, ValueError):
         return f"<a {type(value).__name__}>"
 
 
@@ -162,17 +293,3 @@ def decoded(args: Sequence[Any], args_json: str) -> list[Any]:
     if "{" in args_json or "[" in args_json[1:]:
         return json.loads(args_json)
     return list(args)
-
-
-def _has_non_string_keys(value: Any) -> bool:
-    """Any dict key that is not a string, at any depth (callers bound the depth first)."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            if any(not isinstance(key, str) for key in item):
-                return True
-            stack.extend(item.values())
-        elif isinstance(item, list | tuple):
-            stack.extend(item)
-    return False

@@ -346,13 +346,13 @@ def heartbeat(leases: Iterable[Lease], *, lease_seconds: float) -> Statement[Hea
 
 
 def complete(lease: Lease, result: Any) -> Statement[bool]:
-    """Fenced success; ``result`` must be JSON (``jsonargs.dumps`` raises TypeError otherwise)."""
+    """Fenced success; raises ``UnstorableValue`` when ``result`` cannot be stored."""
     return _statement(
         "complete",
         _applied,
         id=lease.job_id,
         lease_version=lease.lease_version,
-        result=jsonargs.dumps(result),
+        result=jsonargs.encode(result, "return value"),
     )
 
 
@@ -428,13 +428,14 @@ def progress(lease: Lease, current: float, total: float | None, message: str) ->
     )
 
 
-def checkpoint(lease: Lease, data: Any) -> Statement[bool]:
+def checkpoint(lease: Lease, data_json: str) -> Statement[bool]:
+    """Fenced save of a checkpoint, already encoded (``jsonargs.encode``)."""
     return _statement(
         "checkpoint",
         _applied,
         id=lease.job_id,
         lease_version=lease.lease_version,
-        checkpoint=jsonargs.dumps(data),
+        checkpoint=data_json,
     )
 
 

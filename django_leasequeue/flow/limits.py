@@ -10,6 +10,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Self
 
+from django_leasequeue.jsonargs import text_problem
+
 # A limit key is stored in a varchar(255) column, and may not hold NUL.
 KEY_MAX_LENGTH = 255
 
@@ -157,11 +159,13 @@ def task_key(
     if not isinstance(key, str | int) or isinstance(key, bool):
         raise LimitError(f"{option} of {task_path} must return a string, not {key!r}.")
     full = f"task:{task_path}:{key}"
-    if len(full) > KEY_MAX_LENGTH or "\x00" in full:
+    if len(full) > KEY_MAX_LENGTH:
         raise LimitError(
             f"{option} of {task_path} returned {str(key)[:40]!r}, which makes a key longer than "
-            f"{KEY_MAX_LENGTH} characters or holding NUL."
+            f"{KEY_MAX_LENGTH} characters."
         )
+    if (problem := text_problem(full)) is not None:
+        raise LimitError(f"{option} of {task_path} returned {str(key)[:40]!r}: {problem}.")
     return full
 
 

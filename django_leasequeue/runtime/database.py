@@ -40,6 +40,12 @@ class Database:
     Running a statement again is safe for every step of the protocol: claims that may have
     applied are recovered when their lease expires, and fenced writes that did apply report
     "lease lost" on the second run (which is logged, never applied twice).
+
+    One connection serves many coroutines (claims, completions, progress, ...). Each statement
+    and each whole transaction holds the connection's lock, so no statement ever runs inside
+    another coroutine's transaction: a statement that fails, or a transaction rolled back,
+    takes nothing else with it. The lock belongs to the connection: a statement stuck on an
+    abandoned connection does not hold up the next one.
     """
 
     def __init__(
@@ -50,6 +56,8 @@ class Database:
         self.name = name
         self.lease_seconds = lease_seconds
         self._conn: psycopg.AsyncConnection | None = None
+        self._conn_lock = asyncio.Lock()
+        self._connecting = asyncio.Lock()
         self._abandoned: set[asyncio.Task] = set()
 
     async def run[T](self, statement: protocol.Statement[T]) -> T:
@@ -67,9 +75,10 @@ class Database:
     ) -> T:
         attempt = 0
         while True:
-            conn = await self._connection()
+            conn, lock = await self._connection()
             try:
-                return await work(conn)
+                async with lock:
+                    return await work(conn)
             except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure) as exc:
                 # The statement was rolled back whole (autocommit): running it again is safe.
                 # Heartbeats and completions of one worker lock the same rows on two
@@ -90,27 +99,34 @@ class Database:
                     exc,
                     delay,
                 )
-                self._conn = None
+                if self._conn is conn:
+                    self._conn = None
                 attempt += 1
                 await asyncio.sleep(delay)
 
-    async def _connection(self) -> psycopg.AsyncConnection:
-        attempt = 0
-        while self._conn is None or self._conn.closed:
-            try:
-                self._conn = await connect_async(
-                    self.using,
-                    prepared_statements=self.prepared_statements,
-                    lease_seconds=self.lease_seconds,
-                )
-            except psycopg.OperationalError as exc:
-                if login_refused(exc):
-                    raise
-                delay = _RECONNECT_DELAYS[min(attempt, len(_RECONNECT_DELAYS) - 1)]
-                logger.warning("Cannot connect to PostgreSQL (%s); retrying in %.2fs.", exc, delay)
-                attempt += 1
-                await asyncio.sleep(delay)
-        return self._conn
+    async def _connection(self) -> tuple[psycopg.AsyncConnection, asyncio.Lock]:
+        """The connection and its lock; one coroutine connects while the others wait for it."""
+        async with self._connecting:
+            attempt = 0
+            while self._conn is None or self._conn.closed:
+                try:
+                    conn = await connect_async(
+                        self.using,
+                        prepared_statements=self.prepared_statements,
+                        lease_seconds=self.lease_seconds,
+                    )
+                except psycopg.OperationalError as exc:
+                    if login_refused(exc):
+                        raise
+                    delay = _RECONNECT_DELAYS[min(attempt, len(_RECONNECT_DELAYS) - 1)]
+                    logger.warning(
+                        "Cannot connect to PostgreSQL (%s); retrying in %.2fs.", exc, delay
+                    )
+                    attempt += 1
+                    await asyncio.sleep(delay)
+                else:
+                    self._conn, self._conn_lock = conn, asyncio.Lock()
+            return self._conn, self._conn_lock
 
     def abandon(self, statement: asyncio.Task) -> None:
         """Give up on a statement that got no answer in time, and on its connection: the next

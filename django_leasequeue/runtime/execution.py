@@ -12,7 +12,12 @@ from typing import Any
 from django.db import close_old_connections
 
 from django_leasequeue import jsonargs
-from django_leasequeue.exceptions import JobTimeout, UndecodableJob, UnknownTask
+from django_leasequeue.exceptions import (
+    JobTimeout,
+    UndecodableJob,
+    UnknownTask,
+    UnstorableValue,
+)
 from django_leasequeue.protocol import ClaimedJob
 from django_leasequeue.results import task_for_path
 from django_leasequeue.runtime.threads import JobThreads
@@ -35,11 +40,13 @@ class Outcome:
 
 
 def error_of(exc: BaseException, message: str | None = None) -> dict[str, str]:
+    """What a job's errors record of an exception; characters PostgreSQL cannot store (a NUL,
+    a lone surrogate) are kept as escapes, so the job ends with its own error."""
     kind = type(exc)
     return {
         "exception_class_path": f"{kind.__module__}.{kind.__qualname__}",
-        "message": message or str(exc) or kind.__name__,
-        "traceback": "".join(traceback.format_exception(exc)),
+        "message": jsonargs.escaped_text(message or str(exc) or kind.__name__),
+        "traceback": jsonargs.escaped_text("".join(traceback.format_exception(exc))),
     }
 
 
@@ -93,8 +100,10 @@ async def execute(
 ) -> Outcome:
     """Call the task (coroutines on this loop, functions in ``threads``) within its timeout.
 
-    A return value that cannot be stored (not JSON, nested too deeply, a NUL character, over
-    ``max_result_bytes``) fails the attempt at once, without retry.
+    A return value that cannot be stored (``jsonargs``: not JSON, a NUL character, a lone
+    surrogate, nested too deeply, over ``max_result_bytes``) fails the attempt at once, without
+    retry; so does a checkpoint or progress report the task tried to save (``UnstorableValue``),
+    even if the task caught it and went on.
 
     Cancellation (lease lost, cancel requested, shutdown) propagates to the caller.
     """
@@ -111,13 +120,16 @@ async def execute(
         timeout.__cause__ = exc
         return Outcome(error=error_of(timeout))
     except Exception as exc:
-        return Outcome(error=error_of(exc))
+        return Outcome(error=error_of(exc), retryable=not isinstance(exc, UnstorableValue))
     try:
         value = normalize_json(value)
-        return Outcome(result_json=jsonargs.storable(value, max_result_bytes), return_value=value)
-    except (TypeError, ValueError, RecursionError) as exc:
-        message = f"Return value of {job.task_path} is not JSON that can be stored: {exc}"
-        return Outcome(error=error_of(TypeError(message)), retryable=False)
+        result_json = jsonargs.encode(value, "return value", max_result_bytes)
+    except UnstorableValue as exc:
+        return Outcome(error=error_of(exc), retryable=False)
+    except (TypeError, ValueError, RecursionError) as exc:  # from normalize_json
+        found = jsonargs.problem_in(value) or (str(exc), "")
+        return Outcome(error=error_of(UnstorableValue("return value", *found)), retryable=False)
+    return Outcome(result_json=result_json, return_value=value)
 
 
 async def _call(

@@ -2,13 +2,16 @@
 
 import asyncio
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable
 from enum import StrEnum
 from typing import Any
 
+import psycopg
+
 from django_leasequeue import jsonargs, protocol
-from django_leasequeue.exceptions import LeaseLost
+from django_leasequeue.exceptions import LeaseLost, UnstorableValue
 from django_leasequeue.metrics import counters as metrics
 from django_leasequeue.protocol import ClaimedJob
 from django_leasequeue.runtime.database import Database
@@ -35,6 +38,7 @@ class JobHandle:
         db: Database,
         progress_interval: float,
         publish: Publish,
+        max_value_bytes: int | None = None,
     ) -> None:
         self.job = job
         self.lease = job.lease
@@ -43,6 +47,8 @@ class JobHandle:
         self.checkpoint: Any = job.checkpoint
         self.stop_reason: StopReason | None = None
         self.completed_in_fence = False
+        # A checkpoint or progress report refused as unstorable: the attempt fails with it.
+        self.refused: UnstorableValue | None = None
         self.task: asyncio.Task | None = None
         # Whether a browser page follows this job live; refreshed by the worker.
         self.watched = False
@@ -52,6 +58,8 @@ class JobHandle:
         self.limited = False
         self.claimed_at = time.monotonic()
         self._publish = publish
+        # The largest checkpoint, as JSON (the backend's max_argument_bytes).
+        self._max_value_bytes = max_value_bytes
         self._progress_interval = progress_interval
         self._last_progress_at = 0.0
         self._pending_progress: tuple[float, float | None, str] | None = None
@@ -71,8 +79,10 @@ class JobHandle:
             self.task.cancel(reason)
 
     async def progress(self, current: float, total: float | None, message: str) -> bool:
-        """Persist and publish at most one update per interval; the latest one always lands."""
-        self._pending_progress = (float(current), None if total is None else float(total), message)
+        """Persist and publish at most one update per interval; the latest one always lands.
+
+        A report that cannot be stored raises ``UnstorableValue`` here, before it is queued."""
+        self._pending_progress = self._checked_progress(current, total, message)
         wait = self._last_progress_at + self._progress_interval - time.monotonic()
         finished = total is not None and current >= total
         if wait > 0 and not finished:
@@ -80,6 +90,31 @@ class JobHandle:
                 self._flush_timer = self.loop.call_later(wait, self._schedule_flush)
             return self.stop_reason is None
         return await self.flush_progress()
+
+    def _checked_progress(
+        self, current: float, total: float | None, message: str
+    ) -> tuple[float, float | None, str]:
+        problem = None
+        numbers = {"current": current} if total is None else {"current": current, "total": total}
+        for name, number in numbers.items():
+            if not isinstance(number, int | float) or isinstance(number, bool):
+                problem = f"{name} is {number!r:.40}, not a number"
+            elif not math.isfinite(number):
+                problem = f"{name} is {number!r}, not a finite number"
+        if not isinstance(message, str):
+            problem = f"the message is a {type(message).__name__}, not a string"
+        elif (text := jsonargs.text_problem(message)) is not None:
+            problem = f"the message has a {text}"
+        if problem is not None:
+            raise self._refuse(UnstorableValue("progress", problem))
+        return float(current), None if total is None else float(total), message
+
+    def _refuse(self, error: UnstorableValue) -> UnstorableValue:
+        """Remember the first refused write: the attempt fails with it, even if the task
+        catches the exception and goes on (what it meant to save was not saved)."""
+        if self.refused is None:
+            self.refused = error
+        return error
 
     def _schedule_flush(self) -> None:
         self._flush_timer = None
@@ -94,7 +129,11 @@ class JobHandle:
         if pending is None:
             return True
         self._last_progress_at = time.monotonic()
-        applied = await self.db.run(protocol.progress(self.lease, *pending))
+        try:
+            applied = await self.db.run(protocol.progress(self.lease, *pending))
+        except psycopg.Error as exc:  # a report is not worth the job: the next one may land
+            logger.warning("Job %s: progress not written (%s).", self.job.id, exc)
+            return True
         if not applied:
             self._not_written("progress")
             return False
@@ -116,8 +155,13 @@ class JobHandle:
             await self._publish(self.job.id, event)
 
     async def save_checkpoint(self, data: Any) -> None:
-        jsonargs.dumps(data)  # raises TypeError/ValueError for non-JSON before any write
-        if self.stop_reason is None and await self.db.run(protocol.checkpoint(self.lease, data)):
+        try:
+            data_json = jsonargs.encode(data, "checkpoint", self._max_value_bytes)
+        except UnstorableValue as exc:
+            raise self._refuse(exc) from None
+        if self.stop_reason is None and await self.db.run(
+            protocol.checkpoint(self.lease, data_json)
+        ):
             self.checkpoint = data
             return
         self._not_written("checkpoint")

@@ -7,12 +7,16 @@ import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import NamedTuple
 
+import psycopg
 from redis.exceptions import RedisError
 
 from django_leasequeue import protocol
 from django_leasequeue.backend import LeaseQueueBackend
+from django_leasequeue.exceptions import UnstorableValue
+from django_leasequeue.jsonargs import escaped_text
 from django_leasequeue.metrics import counters as metrics
 from django_leasequeue.progress.events import apublish
 from django_leasequeue.protocol import ClaimedJob
@@ -21,7 +25,7 @@ from django_leasequeue.runtime.completions import CompletionBatcher
 from django_leasequeue.runtime.config import WorkerConfig
 from django_leasequeue.runtime.context import JobContext
 from django_leasequeue.runtime.database import Database
-from django_leasequeue.runtime.execution import Outcome, execute, resolve
+from django_leasequeue.runtime.execution import Outcome, error_of, execute, resolve
 from django_leasequeue.runtime.flow_claims import FlowClaimer
 from django_leasequeue.runtime.handle import JobHandle, StopReason
 from django_leasequeue.runtime.registry import WorkerRegistry
@@ -50,6 +54,8 @@ logger = logging.getLogger(__name__)
 
 # After Redis fails, the claimer polls PostgreSQL and tries Redis again after this long.
 _REDIS_RETRY_SECONDS = 2.0
+# Longest pause after claims PostgreSQL refused (each refusal in a row adds a poll interval).
+_CLAIM_RETRY_MAX_SECONDS = 10.0
 # How often the worker asks Redis which of its running jobs a browser page follows live.
 _WATCH_REFRESH_SECONDS = 1.0
 
@@ -165,6 +171,9 @@ class Worker:
         # While claims come back full (a backlog), claim again only once this many slots are
         # free, so that each round trip serves several jobs; an idle worker claims at once.
         self._backlog_batch = max(1, config.concurrency // 2)
+        # Whether the last claim came back full, and when PostgreSQL was last polled.
+        self._backlog = False
+        self._last_poll = 0.0
 
     # Lifecycle
 
@@ -276,66 +285,90 @@ class Worker:
     # Claiming
 
     async def _claim_loop(self) -> None:
-        last_poll = 0.0
-        backlog = False
+        """Claim rounds until stopped (or, in a burst, until nothing is due). A claim that
+        PostgreSQL refuses (any error but a lost connection, which ``Database`` handles) costs
+        one round: it is logged and tried again after a pause, the worker stays up."""
+        refused = 0
         while not self.stopping.is_set():
-            free = self.config.concurrency - len(self.inflight)
-            if free <= 0 or (backlog and free < self._backlog_batch):
-                self._slot_freed.clear()
-                await self._slot_freed.wait()
-                continue
-            claimed: list[ClaimedJob] = []
-            woken = False
-            if self.fenced:  # PostgreSQL did not answer in time: claim nothing until it does
-                await self._sleep_unless_stopping(self.backend_config.poll_seconds)
-                continue
-            sent_at = time.monotonic()
-            if self._limited_claim_due(sent_at):
-                self._flow_due = False
-                claimed = await self.flow.claim(free)
-                if claimed:
-                    self._start_batch(claimed, sent_at, limited=True)
-                    continue
-            if backlog and self._oldest_first_due(sent_at):
-                claimed = await self._claim_oldest()
-            # A job held back by a rate limit may start before a wait on Redis would end: Redis
-            # times a blocked pop out up to 100 ms late, so take what is there and wait here.
-            rate_soon = self._wait_seconds() < self.backend_config.poll_seconds
-            if not claimed and self.use_wakeups and time.monotonic() >= self._redis_retry_at:
-                popped = await self._pop_wakeups(free, 0 if rate_soon else self._wait_seconds())
-                # Garbage popped counts as woken: no poll (and no claim) for it.
-                woken = popped is not None and popped.count > 0
-                if popped is not None and popped.ids:
-                    claimed = await self.db.run(self._claim_by_ids(popped.ids))
-                    # A woken job not claimed may be one held to limits (or already taken).
-                    self._flow_due |= len(claimed) < len(popped.ids)
-            poll_due = time.monotonic() - last_poll >= self.backend_config.poll_seconds
-            if not claimed and (not woken or poll_due):
-                last_poll = time.monotonic()
-                self._flow_due = True
-                claimed = await self.db.run(
-                    protocol.claim_batch(
-                        self.queues,
-                        free,
-                        worker_id=self.worker_id,
-                        lease_seconds=self.backend_config.lease_seconds,
-                    )
-                )
-                if len(claimed) == free:
-                    self._flow_due = False  # a full claim: no slot left for limited jobs
-            backlog = len(claimed) >= free
-            if claimed:
-                self._start_batch(claimed, sent_at)
-            if claimed or woken:
-                continue
-            if self.config.burst:
-                if not self.inflight and self.flow.wake_at is None:
-                    await self._say_what_burst_leaves()
+            try:
+                if await self._claim_round():
                     return
-                self._slot_freed.clear()
-                await self._wait_for_slot_or_rate()
-            elif not self.use_wakeups or self._redis_down or rate_soon:
-                await self._sleep_unless_stopping(self._wait_seconds())
+            except psycopg.Error as exc:
+                refused += 1
+                pause = min(self.backend_config.poll_seconds * refused, _CLAIM_RETRY_MAX_SECONDS)
+                logger.error(
+                    "A claim failed (%s: %s); claiming again in %.1fs.",
+                    type(exc).__name__,
+                    str(exc).strip(),
+                    pause,
+                )
+                # Ids popped for the failed claim are gone from Redis: poll for them next.
+                self._last_poll = 0.0
+                self._flow_due = True
+                await self._sleep_unless_stopping(pause)
+            else:
+                refused = 0
+
+    async def _claim_round(self) -> bool:
+        """One claim round; True when a burst has nothing left to do."""
+        free = self.config.concurrency - len(self.inflight)
+        if free <= 0 or (self._backlog and free < self._backlog_batch):
+            self._slot_freed.clear()
+            await self._slot_freed.wait()
+            return False
+        claimed: list[ClaimedJob] = []
+        woken = False
+        if self.fenced:  # PostgreSQL did not answer in time: claim nothing until it does
+            await self._sleep_unless_stopping(self.backend_config.poll_seconds)
+            return False
+        sent_at = time.monotonic()
+        if self._limited_claim_due(sent_at):
+            self._flow_due = False
+            claimed = await self.flow.claim(free)
+            if claimed:
+                self._start_batch(claimed, sent_at, limited=True)
+                return False
+        if self._backlog and self._oldest_first_due(sent_at):
+            claimed = await self._claim_oldest()
+        # A job held back by a rate limit may start before a wait on Redis would end: Redis
+        # times a blocked pop out up to 100 ms late, so take what is there and wait here.
+        rate_soon = self._wait_seconds() < self.backend_config.poll_seconds
+        if not claimed and self.use_wakeups and time.monotonic() >= self._redis_retry_at:
+            popped = await self._pop_wakeups(free, 0 if rate_soon else self._wait_seconds())
+            # Garbage popped counts as woken: no poll (and no claim) for it.
+            woken = popped is not None and popped.count > 0
+            if popped is not None and popped.ids:
+                claimed = await self.db.run(self._claim_by_ids(popped.ids))
+                # A woken job not claimed may be one held to limits (or already taken).
+                self._flow_due |= len(claimed) < len(popped.ids)
+        poll_due = time.monotonic() - self._last_poll >= self.backend_config.poll_seconds
+        if not claimed and (not woken or poll_due):
+            self._last_poll = time.monotonic()
+            self._flow_due = True
+            claimed = await self.db.run(
+                protocol.claim_batch(
+                    self.queues,
+                    free,
+                    worker_id=self.worker_id,
+                    lease_seconds=self.backend_config.lease_seconds,
+                )
+            )
+            if len(claimed) == free:
+                self._flow_due = False  # a full claim: no slot left for limited jobs
+        self._backlog = len(claimed) >= free
+        if claimed:
+            self._start_batch(claimed, sent_at)
+        if claimed or woken:
+            return False
+        if self.config.burst:
+            if not self.inflight and self.flow.wake_at is None:
+                await self._say_what_burst_leaves()
+                return True
+            self._slot_freed.clear()
+            await self._wait_for_slot_or_rate()
+        elif not self.use_wakeups or self._redis_down or rate_soon:
+            await self._sleep_unless_stopping(self._wait_seconds())
+        return False
 
     def _limited_claim_due(self, now: float) -> bool:
         wake_at = self.flow.wake_at
@@ -441,6 +474,7 @@ class Worker:
                 db=self.db,
                 progress_interval=self.backend_config.progress_interval_seconds,
                 publish=apublish,
+                max_value_bytes=self.backend_config.max_argument_bytes,
             )
             handle.watched = watched
             handle.fence_deadline = deadline
@@ -506,7 +540,10 @@ class Worker:
                     return
                 raise
             handle.task = None
-            await handle.flush_progress()
+            if handle.refused is not None:  # a checkpoint or progress it could not save
+                outcome = Outcome(error=error_of(handle.refused), retryable=False)
+            else:
+                await handle.flush_progress()
             await self._record(handle, task, outcome)
         except Exception:
             logger.exception("Job %s: the worker could not record its outcome.", job.id)
@@ -536,20 +573,18 @@ class Worker:
 
     async def _record(self, handle: JobHandle, task: Task | None, outcome: Outcome) -> None:
         job = handle.job
+        applied = False
         if handle.completed_in_fence:
             applied, status = True, JobStatus.SUCCEEDED
         elif outcome.succeeded:
-            applied = await self.completions.complete(handle.lease, outcome.result_json)
-            status = JobStatus.SUCCEEDED
-        else:
-            failed = await self.db.run(
-                protocol.fail(
-                    handle.lease,
-                    retryable=outcome.retryable,
-                    backoff_cap_seconds=self.backend_config.backoff_cap_seconds,
-                    **outcome.error,
-                )
-            )
+            try:
+                applied = await self.completions.complete(handle.lease, outcome.result_json)
+                status = JobStatus.SUCCEEDED
+            except psycopg.Error as exc:  # refused even alone: the attempt fails, saying why
+                refused = UnstorableValue("return value", f"PostgreSQL refused it ({exc})")
+                outcome = Outcome(error=error_of(refused), retryable=False)
+        if not applied and not outcome.succeeded:
+            failed = await self._fail(handle, outcome)
             applied = failed is not None
             status = JobStatus(failed.status) if failed else JobStatus.FAILED
             if failed and status == JobStatus.CANCELLED:
@@ -575,6 +610,29 @@ class Worker:
         else:
             metrics.finished(job.queue_name, job.task_path, status, handle.run_seconds())
             await handle.publish({"kind": "status", "status": status})
+
+    async def _fail(self, handle: JobHandle, outcome: Outcome) -> protocol.FailOutcome | None:
+        """Record a failed attempt. Should PostgreSQL refuse the error itself, record that
+        instead, so the job still ends with a reason (not "lease expired" a lease later)."""
+        statement = partial(
+            protocol.fail,
+            handle.lease,
+            retryable=outcome.retryable,
+            backoff_cap_seconds=self.backend_config.backoff_cap_seconds,
+        )
+        try:
+            return await self.db.run(statement(**outcome.error))
+        except psycopg.Error as exc:
+            logger.error("Job %s: its error could not be stored (%s).", handle.job.id, exc)
+            error = outcome.error
+            message = f"{error['message'][:200]} (its full error could not be stored: {exc})"
+            return await self.db.run(
+                statement(
+                    exception_class_path=error["exception_class_path"],
+                    message=escaped_text(message),
+                    traceback="",
+                )
+            )
 
     async def _finished(
         self, handle: JobHandle, task: Task, status: JobStatus, outcome: Outcome | None = None
@@ -651,7 +709,19 @@ class Worker:
                 self._self_fence(handles)
                 self.beat_db.abandon(statement)
                 continue
-            reply = statement.result()  # an unexpected error ends the worker (see run)
+            try:
+                reply = statement.result()
+            except psycopg.Error as exc:
+                # Refused, not unanswered: nothing was renewed. Jobs keep their deadlines and
+                # stop at them (below) unless a later renewal goes through first.
+                logger.error(
+                    "Lease renewal failed (%s: %s); renewing again in %.1fs.",
+                    type(exc).__name__,
+                    str(exc).strip(),
+                    self.backend_config.heartbeat_seconds,
+                )
+                self._stop_expired(time.monotonic())
+                continue
             if self.fenced:
                 logger.warning("PostgreSQL answers again: claiming again.")
                 self.fenced = False

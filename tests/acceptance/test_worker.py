@@ -79,7 +79,7 @@ def test_bad_jobs_fail_with_a_clear_reason_and_the_worker_goes_on(start_workers,
         (str(missing.id), "cannot be imported"),
         (str(not_a_task.id), "is a int, not a Task"),
         (mismatch, "Arguments do not match tests.tasks.add: missing a required argument: 'b'"),
-        (bad_return, "Return value of tests.tasks.returns_a_set is not JSON"),
+        (bad_return, "return value: an object of type set, which is not JSON"),
     ]:
         job = jobs[job_id]
         assert job.status == "failed" and job.attempt == 1, job

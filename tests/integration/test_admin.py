@@ -292,7 +292,7 @@ def test_select_across_applies_to_the_whole_filtered_list(admin_client):
 
 def test_detail_page_shows_json_errors_lease_and_buttons(admin_client):
     claimed = claim_one(quick_retry.enqueue({"n": 1, "tags": ["a"]}).id, "w1")
-    protocol.execute(protocol.checkpoint(claimed.lease, {"step": 2}))
+    protocol.execute(protocol.checkpoint(claimed.lease, '{"step": 2}'))
     _fail(claimed.lease, retryable=True, message="first")
     job = Job.objects.get(pk=claimed.id)
     Job.objects.filter(pk=job.pk).update(run_after=job.run_after.replace(year=2000))

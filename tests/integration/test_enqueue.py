@@ -152,6 +152,11 @@ def _nested(depth: int, kind: type = list):
         ((), {"tree": _nested(600, dict)}, r"kwargs\['tree'\] .*nested more than 100"),
         (("a\x00b",), {}, r"args\[0\] .*NUL character"),
         ((), {"note": "\x00"}, r"kwargs\['note'\] .*NUL character"),
+        (("\ud800",), {}, r"lone surrogate U\+D800 at args\[0\], character 0\)"),
+        ((), {"a": ["ok", "x\udc80"]}, r"U\+DC80 at kwargs\['a'\]\[1\], character 1\)"),
+        ((10**5000,), {}, r"args\[0\] = <an integer of .* more than 4,300 digits"),
+        (({1: "a"},), {}, r"args\[0\] .*dictionary key 1 that is not a string"),
+        (([0.5, float("nan")],), {}, r"nan \(JSON has no NaN or infinity\) at args\[0\]\[1\]"),
     ],
 )
 def test_arguments_that_could_not_be_stored_or_read_back_are_refused(
@@ -182,12 +187,14 @@ def test_the_default_limit_is_one_mebibyte_and_none_lifts_it(backend):
         add.enqueue("x" * (1024 * 1024), 1)
 
 
-def test_unique_keys_too_long_or_with_nul_are_refused_before_the_database(backend):
+def test_unique_keys_too_long_or_unstorable_are_refused_before_the_database(backend):
     long_key = add.using(unique_key="k" * 256)
     with pytest.raises(InvalidTaskArguments, match="at most 255 characters"):
         long_key.enqueue(1, 1)
-    with pytest.raises(InvalidTaskArguments, match="without NUL"):
+    with pytest.raises(InvalidTaskArguments, match=r"NUL character \(\\x00\) at character 1"):
         add.using(unique_key="a\x00b").enqueue(1, 1)
+    with pytest.raises(InvalidTaskArguments, match="lone surrogate U\\+DC80 at character 2"):
+        add.using(unique_key="ab\udc80").enqueue(1, 1)
     assert add.using(unique_key="k" * 255).enqueue(1, 1).id
     assert Job.objects.count() == 1
 
