@@ -26,7 +26,7 @@ from django_leasequeue.models import Job
 from django_leasequeue.status import JobStatus
 
 if TYPE_CHECKING:
-    from django_leasequeue.admin import JobAdmin
+    from django_leasequeue.admin.jobs import JobAdmin
 
 # Most jobs one action touches; "select all" on a million-row filter stops here.
 MAX_ACTION_JOBS = 10_000
