@@ -182,8 +182,18 @@ def cancel_jobs(ids: Iterable[UUID | str], using: str) -> dict[UUID, CancelOutco
     running job whose worker was asked to stop (it ends cancelled at its next heartbeat).
     """
     outcomes = protocol.execute(protocol.cancel([UUID(str(job_id)) for job_id in ids]), using)
-    publish_statuses_on_commit(protocol.cancelled_now(outcomes), using)
+    publish_statuses_on_commit(cancelled_now(outcomes), using)
     return outcomes
+
+
+def cancelled_now(outcomes: dict[UUID, CancelOutcome]) -> dict[UUID, str]:
+    """The jobs a ``cancel`` ended at once, with their status (running ones only had
+    cancellation requested)."""
+    return {
+        job_id: JobStatus.CANCELLED
+        for job_id, outcome in outcomes.items()
+        if outcome == CancelOutcome.CANCELLED
+    }
 
 
 def cancel(ids: Iterable[UUID | str], using: str) -> ActionReport:

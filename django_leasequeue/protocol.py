@@ -562,16 +562,6 @@ def prune_finished(
     )
 
 
-def cancelled_now(outcomes: dict[UUID, CancelOutcome]) -> dict[UUID, str]:
-    """The jobs a ``cancel`` ended at once, with their status (running ones only had
-    cancellation requested)."""
-    return {
-        job_id: JobStatus.CANCELLED
-        for job_id, outcome in outcomes.items()
-        if outcome == CancelOutcome.CANCELLED
-    }
-
-
 def _swept(rows: list[Row]) -> list[SweptJob]:
     return [SweptJob(**row) for row in rows]
 
