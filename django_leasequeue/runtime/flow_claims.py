@@ -1,6 +1,6 @@
 """The worker's limited claim: jobs held to concurrency caps or rate limits, claimed only as far
 as their limits allow, in one transaction that holds the limits' locks (see ``flow_candidates``
-in queries.sql for why this is race-free)."""
+in sql/flow.sql for why this is race-free)."""
 
 import time
 from collections.abc import Sequence
