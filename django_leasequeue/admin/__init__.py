@@ -1,10 +1,6 @@
-"""The admin: the Jobs, Workers and Schedules pages, each registered by its own module.
+"""The admin: the Jobs, Workers and Schedules pages, each registered by its own module on import.
 
-``jobs`` (``JobAdmin``: the job list with per-queue health, the read-only detail page),
-``workers`` (the read-only Workers page), ``schedules`` (the Schedules page: pause, resume, run
-now); with ``actions`` (what operators can do to jobs), ``display`` (how values are shown),
-``filters`` and ``pagination`` (list views that stay fast on millions of rows). Importing this
-package registers the three pages.
+Its modules, one line each: docs/architecture.md, *Packages and modules*.
 """
 
 from django_leasequeue.admin import jobs, schedules, workers
