@@ -7,8 +7,11 @@ when a limit is set, an encoding larger than ``max_bytes``.
 """
 
 import json
-from collections.abc import Mapping, Sequence
-from json.encoder import c_make_encoder, encode_basestring_ascii
+from collections.abc import Iterable, Mapping, Sequence
+from json.encoder import (  # type: ignore[attr-defined]  # the C encoder, not in typeshed
+    c_make_encoder,
+    encode_basestring_ascii,
+)
 from typing import Any, NoReturn
 
 from django_leasequeue.exceptions import InvalidTaskArguments
@@ -75,7 +78,7 @@ def nesting_exceeds(value: Any, limit: int) -> bool:
     while stack:
         item, depth = stack.pop()
         if isinstance(item, dict):
-            children = item.values()
+            children: Iterable[Any] = item.values()
         elif isinstance(item, list | tuple):
             children = item
         else:

@@ -166,9 +166,10 @@ class JobAdmin(admin.ModelAdmin):
         """Never the (possibly huge) JSON payloads: the list shows none, the detail page the
         start of each and its size, and the full value is a download."""
         queryset = super().get_queryset(request).using(job_database()).defer(*PAYLOAD_FIELDS)
-        if request.resolver_match and request.resolver_match.url_name.endswith("changelist"):
+        url_name = request.resolver_match.url_name if request.resolver_match else None
+        if url_name and url_name.endswith("changelist"):
             return queryset.defer("errors")
-        previews = {}
+        previews: dict[str, Func] = {}
         for name in PAYLOAD_FIELDS:
             as_text = Cast(name, TextField())
             previews[f"{name}_head"] = Left(as_text, show.PREVIEW_BYTES)
@@ -247,8 +248,12 @@ class JobAdmin(admin.ModelAdmin):
     def lookup_allowed(self, lookup: str, value: str, request: HttpRequest | None = None) -> bool:
         """Only the filters the list offers: any other lookup in the query string (say
         ``?args__icontains=``) could make every page load scan the whole table."""
-        offered = {"status", "status__exact"}  # the status field's own filter
-        offered |= {f.parameter_name for f in self.list_filter if isinstance(f, type)}
+        offered: set[str | None] = {"status", "status__exact"}  # the status field's own filter
+        offered |= {
+            f.parameter_name
+            for f in self.list_filter
+            if isinstance(f, type) and issubclass(f, admin.SimpleListFilter)
+        }
         return lookup in offered
 
     def changelist_view(
