@@ -47,12 +47,14 @@ DJANGO_SERIES = {"newest": None, "5.2": "5.2"}
 
 
 def run_tests(pytest_args: list[str], series: list[str]) -> int:
-    """Lint and docs once, then the migration check and the whole suite on each Django series;
-    fails when any of them fails."""
+    """Lint, the type check and docs once, then the migration check and the whole suite on each
+    Django series; fails when any of them fails."""
     python = venv.ensure("test")
     steps = [
         [python, "-m", "ruff", "check", "."],
         [python, "-m", "ruff", "format", "--check", "."],
+        # The package's types, against Django 6's stubs (configured in pyproject.toml).
+        [python, "-m", "mypy"],
         # The documentation site, warnings (e.g. a broken link) as errors. Not --quiet: it
         # silences the warning count that --strict relies on, so nothing would fail.
         [python, "-m", "mkdocs", "build", "--strict"],
@@ -106,7 +108,8 @@ def main() -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     test_parser = commands.add_parser(
         "test",
-        help="lint, docs, migration check and the whole test suite on Django 6.x and 5.2 "
+        help="lint, type check, docs, migration check and the whole test suite on Django 6.x "
+        "and 5.2 "
         "(extra args go to pytest)",
     )
     test_parser.add_argument(

@@ -166,12 +166,13 @@ class LeaseQueueBackend(BaseTaskBackend):
             if inserts:
                 inserted = protocol.execute(protocol.enqueue([job for _, job in inserts]), using)
                 existing = self._results_holding(
-                    [job.unique_key for _, job in inserts if job.id not in inserted]
+                    # An insert skips only a job whose unique key an unfinished job holds.
+                    [job.unique_key for _, job in inserts if job.id not in inserted]  # type: ignore[misc]
                 )
                 for index, job in inserts:
                     row = inserted.get(job.id)
                     if row is None:
-                        results[index] = existing[job.unique_key]
+                        results[index] = existing[job.unique_key]  # type: ignore[index]  # as above
                     else:
                         accept(index, job, row["enqueued_at"])
             if len(inserts) < len(new_jobs):
@@ -183,7 +184,7 @@ class LeaseQueueBackend(BaseTaskBackend):
                             accept(index, job, enqueued_at)
         if enqueued:
             transaction.on_commit(partial(self._committed, enqueued, due), using=using)
-        return results  # type: ignore[return-value]  (every slot is filled above)
+        return results  # type: ignore[return-value]  # every slot is filled above
 
     def _refuse_past_caps(
         self, new_jobs: list[NewJob], resolved: dict[int, "_TaskDefaults"]
@@ -240,7 +241,8 @@ class LeaseQueueBackend(BaseTaskBackend):
             defaults.max_attempts,
             defaults.timeout_seconds,
             defaults.backoff_seconds,
-            self._unique_key(task, args, kwargs) if defaults.keyed else None,
+            # A keyed task is a LeaseTask with a unique_key.
+            self._unique_key(task, args, kwargs) if defaults.keyed else None,  # type: ignore[arg-type]
             self._job_limits(defaults, task, args, kwargs) if defaults.flow else None,
         )
 
@@ -252,7 +254,7 @@ class LeaseQueueBackend(BaseTaskBackend):
         kwargs: Mapping[str, Any],
     ) -> JobLimits | None:
         try:
-            return defaults.flow.job_limits(
+            return defaults.flow.job_limits(  # type: ignore[union-attr]  # only called with a flow
                 defaults.task_path, self.config.queue_limits.get(task.queue_name), args, kwargs
             )
         except LimitError as exc:
@@ -260,7 +262,7 @@ class LeaseQueueBackend(BaseTaskBackend):
 
     @staticmethod
     def _unique_key(task: LeaseTask, args: Sequence[Any], kwargs: Mapping[str, Any]) -> str:
-        key = task.unique_key_for(args, kwargs)
+        key: str = task.unique_key_for(args, kwargs)  # type: ignore[assignment]  # keyed: never None
         if len(key) > UNIQUE_KEY_MAX_LENGTH:
             raise InvalidTaskArguments(
                 f"Cannot enqueue {task.module_path}: its unique key {key[:40]!r}... must be at "
@@ -303,7 +305,7 @@ class LeaseQueueBackend(BaseTaskBackend):
             flow if queue_limited or flow != TaskLimits() else None,
         )
 
-    def _results_holding(self, unique_keys: list[str | None]) -> dict[str, TaskResult]:
+    def _results_holding(self, unique_keys: list[str]) -> dict[str, TaskResult]:
         """Results of the unfinished jobs that hold these unique keys (they won the insert)."""
         if not unique_keys:
             return {}

@@ -1,6 +1,8 @@
 """System checks of a LeaseQueueBackend's configuration, run by Django's task checks through
 ``LeaseQueueBackend.check()`` (``manage.py check``, and before ``runworkers`` starts)."""
 
+from typing import Any
+
 from django.apps import apps
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Warning
@@ -69,7 +71,7 @@ def check_job_database(alias: str, database: str, job_databases: set[str]) -> li
 
 
 def _check_redis_cache(where: str, redis_alias: str) -> list[CheckMessage]:
-    cache = settings.CACHES.get(redis_alias)
+    cache: dict[str, Any] | None = settings.CACHES.get(redis_alias)
     if cache is None:
         return [
             Error(

@@ -15,8 +15,11 @@ problem and where it is, e.g. "lone surrogate U+DC80 at [0], character 4".
 """
 
 import json
-from collections.abc import Mapping, Sequence
-from json.encoder import c_make_encoder, encode_basestring_ascii
+from collections.abc import Iterable, Mapping, Sequence
+from json.encoder import (  # type: ignore[attr-defined]  # the C encoder, not in typeshed
+    c_make_encoder,
+    encode_basestring_ascii,
+)
 from typing import Any, NoReturn
 
 from django_leasequeue.exceptions import InvalidTaskArguments, UnstorableValue
@@ -80,9 +83,9 @@ def encode(value: Any, what: str, max_bytes: int | None = None) -> str:
         # The encoder turns 1, 2.5, True and None keys into strings: they would change.
         or ("{" in text and _has_non_string_keys(value))
     ):
-        found = problem_in(value)
-        if found is not None:
-            raise UnstorableValue(what, *found)
+        problem = problem_in(value)
+        if problem is not None:
+            raise UnstorableValue(what, *problem)
         if _EXPONENT in text:
             text = _encode_exact(value)
     if max_bytes is not None and len(text) > max_bytes:
@@ -107,8 +110,8 @@ _LONGEST_PATH = 80
 def _problem(value: Any, path: str, depth: int, depth_limit: int) -> tuple[str, str] | None:
     # Recursion is bounded by depth_limit (a circular value is reported as nested too deeply).
     if isinstance(value, str):
-        found = _string_problem(value)
-        return None if found is None else (found[0], _join(path, f"character {found[1]}"))
+        bad = _string_problem(value)
+        return None if bad is None else (bad[0], _join(path, f"character {bad[1]}"))
     if value is None or isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -127,9 +130,9 @@ def _problem(value: Any, path: str, depth: int, depth_limit: int) -> tuple[str, 
         for key, child in value.items():
             if not isinstance(key, str):
                 return f"a dictionary key {key!r:.40} that is not a string", path
-            found = _string_problem(key)
-            if found is not None:
-                return f"{found[0]} in a key", _join(path, f"key {key!r:.40}")
+            bad = _string_problem(key)
+            if bad is not None:
+                return f"{bad[0]} in a key", _join(path, f"key {key!r:.40}")
             found = _problem(child, f"{path}[{key!r:.40}]", depth + 1, depth_limit)
             if found is not None:
                 return found
@@ -218,7 +221,7 @@ def nesting_exceeds(value: Any, limit: int) -> bool:
     while stack:
         item, depth = stack.pop()
         if isinstance(item, dict):
-            children = item.values()
+            children: Iterable[Any] = item.values()
         elif isinstance(item, list | tuple):
             children = item
         else:

@@ -8,13 +8,14 @@ afterwards from the status they have now.
 """
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import batched
 from uuid import UUID
 
 from django.db import IntegrityError, transaction
+from django.utils.functional import Promise
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
@@ -69,14 +70,14 @@ class ActionReport:
 
 
 # Why a job in a given status now was left alone, per action.
-_FINISHED = {
+_FINISHED: dict[str, Promise] = {
     JobStatus.SUCCEEDED: gettext_lazy("already succeeded"),
     JobStatus.FAILED: gettext_lazy("already failed"),
     JobStatus.CANCELLED: gettext_lazy("already cancelled"),
 }
 # The reason of a skipped job whose unique key an unfinished job holds, whatever its status.
 _KEY_HELD = "key held"
-_RETRY_SKIPS = {
+_RETRY_SKIPS: dict[str, Promise] = {
     JobStatus.RUNNING: gettext_lazy("still running"),
     JobStatus.QUEUED: gettext_lazy("already waiting to run"),
     JobStatus.RETRYING: gettext_lazy("already waiting to run"),
@@ -87,23 +88,26 @@ _RETRY_SKIPS = {
     JobStatus.CANCELLED: gettext_lazy("still running"),
     _KEY_HELD: gettext_lazy("an unfinished job holds its unique key"),
 }
-_RELEASE_SKIPS = {
+_RELEASE_SKIPS: dict[str, Promise] = {
     JobStatus.QUEUED: gettext_lazy("not running"),
     JobStatus.RETRYING: gettext_lazy("not running"),
     **_FINISHED,
 }
-_DELETE_SKIPS = {JobStatus.RUNNING: gettext_lazy("running: cancel it or release its lease first")}
+_DELETE_SKIPS: dict[str, Promise] = {
+    JobStatus.RUNNING: gettext_lazy("running: cancel it or release its lease first")
+}
 _GONE = gettext_lazy("no longer exists")
 
 
 def _explain_skipped(
-    report: ActionReport, ids: Iterable[UUID], reasons: dict[str, str], using: str
+    report: ActionReport, ids: Iterable[UUID], reasons: Mapping[str, str | Promise], using: str
 ) -> None:
     """Count each skipped job under the reason its state now gives."""
     ids = list(ids)
     states = protocol.execute(protocol.job_statuses(ids), using)
     for job_id in ids:
         state = states.get(job_id)
+        reason: str | Promise
         if state is None:
             reason = _GONE
         elif state["key_held"] and _KEY_HELD in reasons:
@@ -127,7 +131,7 @@ def _wake_on_commit(rows: Sequence[protocol.Row], using: str) -> None:
 def _run(
     ids: Iterable[UUID | str],
     apply: Callable[[list[UUID], str, ActionReport], set[UUID]],
-    reasons: dict[str, str],
+    reasons: Mapping[str, str | Promise],
     using: str,
 ) -> ActionReport:
     """Apply an action batch by batch in one transaction, then explain what it skipped."""
@@ -182,8 +186,18 @@ def cancel_jobs(ids: Iterable[UUID | str], using: str) -> dict[UUID, CancelOutco
     running job whose worker was asked to stop (it ends cancelled at its next heartbeat).
     """
     outcomes = protocol.execute(protocol.cancel([UUID(str(job_id)) for job_id in ids]), using)
-    publish_statuses_on_commit(protocol.cancelled_now(outcomes), using)
+    publish_statuses_on_commit(cancelled_now(outcomes), using)
     return outcomes
+
+
+def cancelled_now(outcomes: dict[UUID, CancelOutcome]) -> dict[UUID, str]:
+    """The jobs a ``cancel`` ended at once, with their status (running ones only had
+    cancellation requested)."""
+    return {
+        job_id: JobStatus.CANCELLED
+        for job_id, outcome in outcomes.items()
+        if outcome == CancelOutcome.CANCELLED
+    }
 
 
 def cancel(ids: Iterable[UUID | str], using: str) -> ActionReport:

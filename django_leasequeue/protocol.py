@@ -356,7 +356,7 @@ def complete(lease: Lease, result: Any) -> Statement[bool]:
     )
 
 
-def _applied_ids(rows: list[Row]) -> set[UUID]:
+def _applied_ids(rows: list[Row]) -> set[Any]:  # job ids (UUID) or worker ids (str)
     return {row["id"] for row in rows}
 
 
@@ -563,16 +563,6 @@ def prune_finished(
     )
 
 
-def cancelled_now(outcomes: dict[UUID, CancelOutcome]) -> dict[UUID, str]:
-    """The jobs a ``cancel`` ended at once, with their status (running ones only had
-    cancellation requested)."""
-    return {
-        job_id: JobStatus.CANCELLED
-        for job_id, outcome in outcomes.items()
-        if outcome == CancelOutcome.CANCELLED
-    }
-
-
 def _swept(rows: list[Row]) -> list[SweptJob]:
     return [SweptJob(**row) for row in rows]
 
@@ -740,7 +730,8 @@ async def aexecute[T](
         # A named query's columns never change: read their names once, not per round trip.
         names = _COLUMN_NAMES.get(statement.query.name)
         if names is None:
-            names = _COLUMN_NAMES[statement.query.name] = [c.name for c in cursor.description]
+            # A result with fields has a description.
+            names = _COLUMN_NAMES[statement.query.name] = [c.name for c in cursor.description]  # type: ignore[union-attr]
         return statement.read([dict(zip(names, row, strict=True)) for row in rows])
 
 

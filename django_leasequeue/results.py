@@ -15,7 +15,7 @@ from django_leasequeue.tasks_framework import Task, TaskError, TaskResult, TaskR
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class LeaseTaskResult(TaskResult):
+class LeaseTaskResult(TaskResult):  # type: ignore[misc]  # django-stubs: not frozen; Django's is
     """Django's TaskResult, for args and kwargs that are decoded JSON already.
 
     Django's ``__post_init__`` normalises them into JSON types again. Ours always come out of

@@ -1,9 +1,9 @@
 """``LeaseTask``: Django's ``Task`` plus the options Django's ``@task`` lacks."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 from django_leasequeue.schedules.registry import register
 from django_leasequeue.tasks_framework import (
@@ -72,7 +72,8 @@ class LeaseTask(Task):
         unknown = sorted(set(limits) - set(FLOW_OPTIONS))
         if unknown:
             raise TypeError(f"using() got unknown options {unknown}.")
-        task = Task.using(
+        # Django's using() returns a modified copy of self: a LeaseTask here.
+        task: LeaseTask = Task.using(  # type: ignore[assignment]
             self, priority=priority, queue_name=queue_name, run_after=run_after, backend=backend
         )
         extra = {
@@ -85,7 +86,7 @@ class LeaseTask(Task):
         changes = {name: value for name, value in extra.items() if value is not None}
         return replace(task, **changes) if changes else task
 
-    def unique_key_for(self, args: tuple | list, kwargs: dict[str, Any]) -> str | None:
+    def unique_key_for(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> str | None:
         if callable(self.unique_key):
             return str(self.unique_key(*args, **kwargs))
         return self.unique_key
@@ -100,6 +101,58 @@ FLOW_OPTIONS = (
     "max_pending",
     "max_pending_key",
 )
+
+
+@overload
+def task(
+    function: Callable[..., Any],
+    *,
+    priority: int = ...,
+    queue_name: str = ...,
+    backend: str = ...,
+    takes_context: bool = ...,
+    max_attempts: int | None = ...,
+    timeout: float | None = ...,
+    backoff_seconds: float | None = ...,
+    unique_key: UniqueKey = ...,
+    concurrency: int | None = ...,
+    concurrency_key: LimitKey = ...,
+    rate_limit: str | None = ...,
+    rate_limit_key: LimitKey = ...,
+    max_pending: int | None = ...,
+    max_pending_key: LimitKey = ...,
+    cron: str | None = ...,
+    cron_timezone: str | None = ...,
+    every: timedelta | None = ...,
+    overlap: Overlap = ...,
+    catch_up: int = ...,
+) -> LeaseTask: ...
+
+
+@overload
+def task(
+    function: None = None,
+    *,
+    priority: int = ...,
+    queue_name: str = ...,
+    backend: str = ...,
+    takes_context: bool = ...,
+    max_attempts: int | None = ...,
+    timeout: float | None = ...,
+    backoff_seconds: float | None = ...,
+    unique_key: UniqueKey = ...,
+    concurrency: int | None = ...,
+    concurrency_key: LimitKey = ...,
+    rate_limit: str | None = ...,
+    rate_limit_key: LimitKey = ...,
+    max_pending: int | None = ...,
+    max_pending_key: LimitKey = ...,
+    cron: str | None = ...,
+    cron_timezone: str | None = ...,
+    every: timedelta | None = ...,
+    overlap: Overlap = ...,
+    catch_up: int = ...,
+) -> Callable[[Callable[..., Any]], LeaseTask]: ...
 
 
 def task(
@@ -124,12 +177,14 @@ def task(
     every: timedelta | None = None,
     overlap: Overlap = "skip",
     catch_up: int = 1,
-) -> Any:
+) -> LeaseTask | Callable[[Callable[..., Any]], LeaseTask]:
     """Django's ``@task`` with our options; needs a LeaseQueueBackend as ``backend``.
 
     With ``cron`` or ``every`` the task is also a schedule (see ``django_leasequeue.schedules``).
     """
-    declare = django_task(
+    # Django's @task hands keyword arguments it does not know to the backend's task_class
+    # (LeaseTask here); django-stubs' overloads list only Django's own.
+    declare = django_task(  # type: ignore[call-overload, misc]
         None,
         priority=priority,
         queue_name=queue_name,

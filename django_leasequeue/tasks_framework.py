@@ -2,7 +2,12 @@
 the ``django-tasks`` backport (``django_tasks``) on Django 5.2 LTS. The app imports the
 framework from here only, so one codebase serves both."""
 
-try:
+from typing import TYPE_CHECKING
+
+import django
+
+# The type check reads Django 6's stubs (django-stubs has none for the backport).
+if TYPE_CHECKING or django.VERSION >= (6, 0):
     from django.tasks import (
         DEFAULT_TASK_BACKEND_ALIAS,
         DEFAULT_TASK_QUEUE_NAME,
@@ -18,7 +23,7 @@ try:
     from django.tasks.base import DEFAULT_TASK_PRIORITY, TaskError
     from django.tasks.exceptions import InvalidTask, InvalidTaskBackend, TaskResultDoesNotExist
     from django.utils.json import normalize_json
-except ImportError:  # Django 5.2: the backport, whose two exceptions carry an "Error" suffix
+else:  # Django 5.2: the backport, whose two exceptions carry an "Error" suffix
     from django_tasks import (
         DEFAULT_TASK_BACKEND_ALIAS,
         DEFAULT_TASK_QUEUE_NAME,

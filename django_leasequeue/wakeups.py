@@ -42,7 +42,9 @@ class Wakeups:
     def key(self, queue_name: str) -> str:
         return f"{self.key_prefix}:wakeups:{queue_name}"
 
-    def client(self):
+    def client(self) -> Any:
+        """django-redis's client: a redis-py ``Redis``, typed ``Any`` because redis-py's
+        replies are unions of every shape a command may return."""
         return get_redis_connection(self.redis_alias)
 
     def push(self, jobs: Iterable[tuple[str, str]]) -> bool:

@@ -7,6 +7,10 @@ by what they contain. Where a snippet writes ``NAME = [..., x]`` it means "your 
 that is the one rewrite applied (to ``NAME = [*NAME, x]``), besides the import the snippet's own
 comment gives for Django 5.2.
 
+A block that no test can run (it needs a web server, a benchmark's minutes, or shows a pattern
+around the reader's own code) says so in an HTML comment just before it (blank lines between
+are fine), which the rendered page does not show: ``<!-- docs-test: skip: needs a web server -->``.
+
 Run ``python -m tests.docs_snippets README.md`` to print what a file gets from a document.
 """
 
@@ -20,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 _FENCE = re.compile(
     r"^(?P<indent> *)```(?P<lang>[\w-]*)\n(?P<body>.*?)^(?P=indent)```", re.M | re.S
 )
+_SKIP = re.compile(r"^ *<!-- docs-test: skip: (?P<reason>.+?) -->$")
 _FILE_HEADER = re.compile(r"^# (?P<path>[\w/]+\.py)\b.*$")
 _YOUR_LIST = re.compile(r"^(?P<name>[A-Z_]+) = \[(?P<items>[^\n]*?)\]", re.M)
 
@@ -28,6 +33,8 @@ _YOUR_LIST = re.compile(r"^(?P<name>[A-Z_]+) = \[(?P<items>[^\n]*?)\]", re.M)
 class Block:
     lang: str
     code: str
+    line: int = 0  # of the opening fence, from 1
+    skip: str | None = None  # why no test runs it, from its docs-test comment
 
 
 def blocks(document: str | Path) -> list[Block]:
@@ -37,8 +44,38 @@ def blocks(document: str | Path) -> list[Block]:
     for match in _FENCE.finditer(text):
         indent = len(match["indent"])
         lines = [line[indent:] for line in match["body"].splitlines()]
-        found.append(Block(match["lang"], "\n".join(lines).strip("\n") + "\n"))
+        before = text[: match.start()].rstrip("\n").rpartition("\n")[2]
+        marker = _SKIP.match(before)
+        found.append(
+            Block(
+                match["lang"],
+                "\n".join(lines).strip("\n") + "\n",
+                line=text.count("\n", 0, match.start()) + 1,
+                skip=marker["reason"] if marker else None,
+            )
+        )
     return found
+
+
+def skip_markers(document: str | Path) -> int:
+    """How many docs-test comments the document holds (each must stand before a block)."""
+    return sum(1 for line in (ROOT / document).read_text().splitlines() if _SKIP.match(line))
+
+
+def parts(code: str) -> list[tuple[str | None, str]]:
+    """A python block cut at its file-header comments: ``(path or None, code)`` in order."""
+    found: list[tuple[str | None, list[str]]] = [(None, [])]
+    for line in code.splitlines():
+        header = _FILE_HEADER.match(line)
+        if header:
+            found.append((header["path"], [line]))
+        else:
+            found[-1][1].append(line)
+    return [
+        (path, "\n".join(lines).strip("\n") + "\n")
+        for path, lines in found
+        if path is not None or any(line.strip() for line in lines)
+    ]
 
 
 def files(document: str | Path) -> dict[str, str]:
@@ -47,16 +84,9 @@ def files(document: str | Path) -> dict[str, str]:
     for block in blocks(document):
         if block.lang != "python":
             continue
-        path, lines = None, []
-        for line in [*block.code.splitlines(), "# end.py"]:
-            header = _FILE_HEADER.match(line)
-            if header:
-                if path is not None:
-                    code = "\n".join(lines).strip("\n") + "\n"
-                    result[path] = result.get(path, "") + ("\n\n" if path in result else "") + code
-                path, lines = header["path"], [line]
-            elif path is not None:
-                lines.append(line)
+        for path, code in parts(block.code):
+            if path is not None:
+                result[path] = result.get(path, "") + ("\n\n" if path in result else "") + code
     return result
 
 

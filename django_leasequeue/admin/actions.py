@@ -16,6 +16,7 @@ from django.contrib.admin.models import CHANGE, LogEntry
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
+from django.utils.functional import Promise
 from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
 
@@ -26,7 +27,7 @@ from django_leasequeue.models import Job
 from django_leasequeue.status import JobStatus
 
 if TYPE_CHECKING:
-    from django_leasequeue.admin import JobAdmin
+    from django_leasequeue.admin.jobs import JobAdmin
 
 # Most jobs one action touches; "select all" on a million-row filter stops here.
 MAX_ACTION_JOBS = 10_000
@@ -39,13 +40,13 @@ class JobAction:
     """An operator action: its wording, what it runs, which jobs it can apply to, what it needs."""
 
     name: str
-    label: str
+    label: str | Promise  # lazily translated
     # Called with the job ids and the job database.
     run: Callable[[list[UUID], str], operations.ActionReport]
     applies_to: list[str]
     permission: str = "change"
     # Shown on the confirmation page; None runs the action without asking.
-    confirm: str | None = None
+    confirm: str | Promise | None = None
 
     def allowed(self, model_admin: admin.ModelAdmin, request: HttpRequest, obj: Any) -> bool:
         check = getattr(model_admin, f"has_{self.permission}_permission")
@@ -178,7 +179,8 @@ def report_outcome(
     """Tell the operator what happened, and record it in each changed job's history."""
     if report.changed_ids and action.name != "delete":
         LogEntry.objects.log_actions(
-            user_id=request.user.pk,
+            # An admin view's user is a logged-in staff user: its pk is set.
+            user_id=request.user.pk,  # type: ignore[arg-type]
             queryset=Job.objects.using(job_database())
             .filter(pk__in=report.changed_ids)
             .only("task_path", "status"),

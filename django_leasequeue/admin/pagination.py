@@ -5,6 +5,7 @@ from functools import cached_property
 
 from django.core.paginator import Paginator
 from django.db import OperationalError, transaction
+from django.db.models import QuerySet
 
 from django_leasequeue import protocol
 
@@ -23,6 +24,7 @@ class EstimatedCountPaginator(Paginator):
     statistics' selectivity. ``estimated`` tells the template to say "about".
     """
 
+    object_list: QuerySet  # the admin's job list
     estimated = False
 
     @cached_property

@@ -62,7 +62,7 @@ class ScheduleAdmin(admin.ModelAdmin):
         "covered_until",
         "created_at",
     ]
-    fields = readonly_fields
+    fields = [*readonly_fields]
 
     class Media:
         css = {"all": ["leasequeue/admin.css"]}

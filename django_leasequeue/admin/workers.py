@@ -7,9 +7,11 @@ die; such rows go after ``worker_retention_seconds``.
 
 from django.contrib import admin
 from django.contrib.admin.utils import quote
+from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.functional import Promise
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
@@ -63,13 +65,13 @@ class WorkerAdmin(admin.ModelAdmin):
         "exit",
         "jobs_link",
     ]
-    fields = readonly_fields
+    fields = [*readonly_fields]
     list_per_page = 100
 
     class Media:
         css = {"all": ["leasequeue/admin.css"]}
 
-    def get_queryset(self, request: HttpRequest):
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Worker]:
         return super().get_queryset(request).using(job_database())
 
     # Rows belong to the workers: nobody adds, edits or deletes them here.
@@ -94,7 +96,7 @@ class WorkerAdmin(admin.ModelAdmin):
         )
 
     @admin.display(description=_("queues"))
-    def queues_display(self, worker: Worker) -> str:
+    def queues_display(self, worker: Worker) -> str | Promise:
         return ", ".join(worker.queues) if worker.queues is not None else _("every queue")
 
     @admin.display(description=_("started"), ordering="started_at")

@@ -41,7 +41,7 @@ def _caps_of(
                     job.task_path,
                     queue,
                     user_key if task_limits.max_pending_key else None,
-                    task_limits.max_pending,
+                    task_limits.max_pending,  # type: ignore[arg-type]  # set: a pending key
                 ),
             )
         )

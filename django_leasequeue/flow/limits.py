@@ -236,7 +236,8 @@ class TaskLimits:
             limits.append({"key": queue.key, **_rate_fields(queue.rate_limit)})
         if not limits and pending_key is None:
             return None
-        flow_key = concurrency_key or rate_key or (queue.key if limits else None)
+        # Limits without a task key are the queue's.
+        flow_key = concurrency_key or rate_key or (queue.key if limits else None)  # type: ignore[union-attr]
         return JobLimits(flow_key, concurrency_key, pending_key, limits)
 
 

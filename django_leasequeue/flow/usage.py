@@ -50,7 +50,8 @@ def waiting_reasons(jobs: Iterable[Any], using: str) -> dict[UUID, str]:
     usage = protocol.execute(_usage_of(limit for job in waiting for limit in job.limits), using)
     reasons = {}
     for job in waiting:
-        held = hold(job.limits, usage.running, usage.queue_running, usage.tats, usage.now)
+        # usage.now is None only when there are no limits to read, so nothing to hold.
+        held = hold(job.limits, usage.running, usage.queue_running, usage.tats, usage.now)  # type: ignore[arg-type]
         if held is not None:
             reasons[job.pk] = describe(held)
     return reasons
@@ -90,7 +91,7 @@ def overview(using: str, queue_limits: Mapping[str, QueueLimit]) -> list[Partiti
     for row in rows:
         limits = limits_of[row["flow_key"]]
         caps = [limit for limit in limits if "concurrency" in limit and "queue" not in limit]
-        held = hold(limits, usage.running, usage.queue_running, usage.tats, usage.now)
+        held = hold(limits, usage.running, usage.queue_running, usage.tats, usage.now)  # type: ignore[arg-type]  # as above
         partitions.append(
             PartitionUsage(
                 key=row["flow_key"],

@@ -4,7 +4,7 @@ import time
 
 from django.core.management.base import OutputWrapper
 
-from django_leasequeue import pruning
+from django_leasequeue.management import pruning
 
 
 class ProgressLine:

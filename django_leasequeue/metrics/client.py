@@ -9,8 +9,9 @@ try:
     import prometheus_client.metrics_core
     from prometheus_client import multiprocess
 except ImportError:  # the metrics extra is not installed
-    prometheus_client = None
-    multiprocess = None
+    # None stands for "not installed"; every user checks for it.
+    prometheus_client = None  # type: ignore[assignment]
+    multiprocess = None  # type: ignore[assignment]
 
 
 class MetricsUnavailable(ImproperlyConfigured):

@@ -60,7 +60,7 @@ if prometheus_client is not None:
         LABELS,
         buckets=LATENCY_BUCKETS,
     )
-    _BY_STATUS = {
+    _BY_STATUS: dict[str, prometheus_client.Counter] = {
         JobStatus.SUCCEEDED: SUCCEEDED,
         JobStatus.FAILED: FAILED,
         JobStatus.RETRYING: RETRIED,

@@ -89,6 +89,9 @@ def publish_statuses_on_commit(statuses: Mapping[Any, str], using: str) -> None:
             (job_id, {"kind": "status", "status": str(status)})
             for job_id, status in statuses.items()
         ]
-        transaction.on_commit(
-            lambda: [publish(job_id, event) for job_id, event in events], using=using
-        )
+
+        def publish_all() -> None:
+            for job_id, event in events:
+                publish(job_id, event)
+
+        transaction.on_commit(publish_all, using=using)

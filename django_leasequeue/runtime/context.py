@@ -13,7 +13,7 @@ from django_leasequeue.tasks_framework import TaskContext
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class JobContext(TaskContext):
+class JobContext(TaskContext):  # type: ignore[misc]  # django-stubs: not frozen; Django's is
     """Adds progress, checkpoints, fenced writes and stop flags to Django's TaskContext.
 
     The ``a``-prefixed methods are for ``async def`` tasks; the plain ones for sync tasks

@@ -9,7 +9,7 @@ from functools import partial
 import psycopg
 
 from django_leasequeue import protocol
-from django_leasequeue.connection import connect_async
+from django_leasequeue.runtime.connection import connect_async
 
 logger = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The worker's limited claim: jobs held to concurrency caps or rate limits, claimed only as far
 as their limits allow, in one transaction that holds the limits' locks (see ``flow_candidates``
-in queries.sql for why this is race-free)."""
+in sql/flow.sql for why this is race-free)."""
 
 import time
 from collections.abc import Sequence
@@ -76,7 +76,8 @@ class FlowClaimer:
         )
         admission = admit(candidates.jobs, locked, usage, free)
         if admission.next_start is not None:
-            wake_at = time.monotonic() + (admission.next_start - usage.now).total_seconds()
+            # A next start comes from a rate limit, whose usage row carries the database's now.
+            wake_at = time.monotonic() + (admission.next_start - usage.now).total_seconds()  # type: ignore[operator]
             self.wake_at = wake_at if self.wake_at is None else min(self.wake_at, wake_at)
         if admission.last_partition is not None and not reached_end:
             self._after = admission.last_partition

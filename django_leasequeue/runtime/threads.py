@@ -25,7 +25,7 @@ class JobThreads:
         self._calls: queue.SimpleQueue[_Call | None] = queue.SimpleQueue()
         self._results: collections.deque[tuple[asyncio.Future, bool, Any]] = collections.deque()
         self._wake_pending = False
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop: asyncio.AbstractEventLoop  # the first run() sets it, then starts the threads
         self._threads = [
             threading.Thread(target=self._serve, name=f"{name}-{n}", daemon=True)
             for n in range(count)

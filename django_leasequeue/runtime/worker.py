@@ -21,6 +21,7 @@ from django_leasequeue.metrics import counters as metrics
 from django_leasequeue.progress.events import apublish
 from django_leasequeue.protocol import ClaimedJob
 from django_leasequeue.results import build_result, task_variant
+from django_leasequeue.runtime.batching import Batcher
 from django_leasequeue.runtime.completions import CompletionBatcher
 from django_leasequeue.runtime.config import WorkerConfig
 from django_leasequeue.runtime.context import JobContext
@@ -62,7 +63,7 @@ _WATCH_REFRESH_SECONDS = 1.0
 
 class _Popped(NamedTuple):
     ids: list[uuid.UUID]
-    count: int  # items popped, garbage included
+    count: int  # type: ignore[assignment]  # items popped, garbage included (hides tuple.count)
 
 
 class _DroppedWakeups:
@@ -225,7 +226,10 @@ class Worker:
         try:
             await self._until_claiming_ends(claiming, services)
         finally:
-            batchers = {"completions": self.completions, "task-signals": self.task_signals}
+            batchers: dict[str, Batcher] = {
+                "completions": self.completions,
+                "task-signals": self.task_signals,
+            }
             await stop_services(services, batchers, self.stop_clock)
             await self.registry.stopped()
             await close_within(self.db.close())
@@ -242,7 +246,7 @@ class Worker:
         stop.cancel()
         await end_claiming(claiming, self.stop_clock)
         if not claiming.cancelled() and claiming.exception() is not None:
-            raise claiming.exception()
+            raise claiming.exception()  # type: ignore[misc]  # not None: checked above
         await self._drain()
 
     async def _until_claiming_ends(
@@ -272,7 +276,7 @@ class Worker:
         """Give in-flight jobs ``grace`` seconds, then release the rest for another worker."""
         if self.runners:
             grace = asyncio.create_task(self.hard_stop.wait())
-            await asyncio.wait(
+            await asyncio.wait(  # type: ignore[type-var]  # a Task and a Future: both awaitables
                 [grace, asyncio.gather(*self.runners, return_exceptions=True)],
                 timeout=self.stop_clock.grace_left(),
                 return_when=asyncio.FIRST_COMPLETED,
@@ -534,7 +538,8 @@ class Worker:
                     task, job, context, self.threads, self.backend_config.max_argument_bytes
                 )
             except asyncio.CancelledError:
-                if handle.stop_reason is not None and runner.uncancel() == 0:
+                # runner: this coroutine's asyncio task, never None inside one
+                if handle.stop_reason is not None and runner.uncancel() == 0:  # type: ignore[union-attr]
                     handle.task = None
                     await self._after_stop(handle, task)
                     return
@@ -578,7 +583,9 @@ class Worker:
             applied, status = True, JobStatus.SUCCEEDED
         elif outcome.succeeded:
             try:
-                applied = await self.completions.complete(handle.lease, outcome.result_json)
+                # A success carries its result (Outcome.succeeded).
+                result_json: str = outcome.result_json  # type: ignore[assignment]
+                applied = await self.completions.complete(handle.lease, result_json)
                 status = JobStatus.SUCCEEDED
             except psycopg.Error as exc:  # refused even alone: the attempt fails, saying why
                 refused = UnstorableValue("return value", f"PostgreSQL refused it ({exc})")
@@ -596,7 +603,7 @@ class Worker:
                     job.id,
                     job.task_path,
                     job.attempt,
-                    outcome.error["message"],
+                    outcome.error["message"],  # type: ignore[index]  # as above
                     f"; retry at {failed.run_after:%H:%M:%S}"
                     if status == JobStatus.RETRYING
                     else "",
@@ -620,11 +627,17 @@ class Worker:
             retryable=outcome.retryable,
             backoff_cap_seconds=self.backend_config.backoff_cap_seconds,
         )
+        error = outcome.error or {}  # a failure carries its error
         try:
-            return await self.db.run(statement(**outcome.error))
+            return await self.db.run(
+                statement(
+                    exception_class_path=error["exception_class_path"],
+                    message=error["message"],
+                    traceback=error["traceback"],
+                )
+            )
         except psycopg.Error as exc:
             logger.error("Job %s: its error could not be stored (%s).", handle.job.id, exc)
-            error = outcome.error
             message = f"{error['message'][:200]} (its full error could not be stored: {exc})"
             return await self.db.run(
                 statement(

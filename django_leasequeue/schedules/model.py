@@ -16,7 +16,7 @@ class Schedule(models.Model):
     Workers write the declaration's columns when they start; a row whose task is gone from the
     code is marked ``retired`` and never fires. ``covered_until`` and ``version`` make a tick's
     job unique: the statement that inserts a job also advances them, and only if ``version`` is
-    still the one its worker read (``fire_schedule`` in queries.sql).
+    still the one its worker read (``fire_schedule`` in sql/schedules.sql).
     """
 
     task_path = models.CharField(max_length=255, unique=True)

@@ -1,5 +1,6 @@
-"""The schedule table's statements (queries.sql), built as ``protocol.Statement``s that run with
-``protocol.execute`` (Django's connection) or ``protocol.aexecute`` (a worker's connection)."""
+"""The schedule table's statements (sql/schedules.sql), built as ``protocol.Statement``s that
+run with ``protocol.execute`` (Django's connection) or ``protocol.aexecute`` (a worker's
+connection)."""
 
 from collections.abc import Sequence
 from dataclasses import dataclass

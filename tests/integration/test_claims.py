@@ -5,7 +5,7 @@ import asyncio
 import pytest
 
 from django_leasequeue import protocol
-from django_leasequeue.connection import connect_async
+from django_leasequeue.runtime.connection import connect_async
 from tests.helpers import run_in_threads
 from tests.tasks import add
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from django_leasequeue import status_report
+from django_leasequeue.management import status_report
 from tests import flow_tasks
 from tests.helpers import claim_limited
 

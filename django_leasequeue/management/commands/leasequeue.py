@@ -9,8 +9,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from django_leasequeue import status_report
 from django_leasequeue.backend import lease_queue_backend
+from django_leasequeue.management import status_report
 from django_leasequeue.management.arguments import non_negative_float, positive_float
 from django_leasequeue.tasks_framework import InvalidTaskBackend
 

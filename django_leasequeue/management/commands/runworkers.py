@@ -73,8 +73,7 @@ class Command(BaseCommand):
             log_level=_LOG_LEVELS[options["verbosity"]],
         )
         configure_logging(config.log_level, "supervisor")
-        unserved = sorted(backend.queues - set(config.queues)) if config.queues else []
-        if unserved:
+        if config.queues and (unserved := sorted(backend.queues - set(config.queues))):
             logging.getLogger(__name__).info(
                 "Serving queue(s) %s; not serving the declared queue(s) %s.",
                 ", ".join(config.queues),

@@ -3,8 +3,8 @@
     createdb -h 127.0.0.1 -U postgres lq_explain
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/lq_explain \\
         python -m django migrate --settings tests.settings --pythonpath .
-    psql -h 127.0.0.1 -U postgres -f docs/explain_seed.sql lq_explain
-    DATABASE_URL=postgres://postgres@127.0.0.1:5432/lq_explain python docs/explain_admin.py
+    psql -h 127.0.0.1 -U postgres -f bench/admin_explain_seed.sql lq_explain
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/lq_explain python bench/admin_explain.py
 
 Prints, per page, the wall time of the request and each job-table query's execution time and
 access paths (``-v``: the whole plans). A count the paginator cancelled shows its full cost here.

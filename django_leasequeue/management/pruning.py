@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from django_leasequeue import protocol
+from django_leasequeue.management.durations import duration
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,17 +32,8 @@ class Progress:
         """``Deleted 120,000 of 400,000 (30%), 41,200 rows/s, about 7 s left``."""
         share = f" ({self.deleted / self.total:.0%})" if self.total else ""
         left = self.seconds_left
-        eta = "" if left is None else f", about {_duration(left)} left"
+        eta = "" if left is None else f", about {duration(left)} left"
         return f"Deleted {self.deleted:,} of {self.total:,}{share}, {self.rate:,.0f} rows/s{eta}"
-
-
-def _duration(seconds: float) -> str:
-    seconds = round(seconds)
-    if seconds < 60:
-        return f"{seconds} s"
-    if seconds < 3600:
-        return f"{seconds // 60} min {seconds % 60} s"
-    return f"{seconds // 3600} h {seconds % 3600 // 60} min"
 
 
 def prune(

@@ -16,6 +16,7 @@ from django.utils import timezone
 from django_leasequeue import protocol
 from django_leasequeue.backend import LeaseQueueBackend
 from django_leasequeue.flow import usage as flow_usage
+from django_leasequeue.management.durations import duration
 
 _COUNTS = ("queued", "running", "retrying", "failed")
 
@@ -160,14 +161,7 @@ def as_json(report: StatusReport) -> dict[str, Any]:
 
 
 def _seconds(value: float | None) -> str:
-    if value is None:
-        return "—"
-    value = int(value)
-    if value < 60:
-        return f"{value} s"
-    if value < 3600:
-        return f"{value // 60} min {value % 60} s"
-    return f"{value // 3600} h {value % 3600 // 60} min"
+    return "—" if value is None else duration(value)
 
 
 def _table(header: list[str], rows: list[list[str]], right: set[int]) -> list[str]:

@@ -1,0 +1,95 @@
+-- Flow control. A limited claim is one transaction: flow_candidates takes the limits' locks (and
+-- says which it got), flow_usage then reads what those limits use (its snapshot starts after the
+-- locks, so every earlier claim under them is visible), then store_rate_buckets records the starts
+-- the worker admitted and claim_by_ids (limited) claims them. Locks are transaction-level advisory
+-- locks on (1279677507, hashtext(key)): a claimer that cannot take one skips those jobs instead of
+-- waiting.
+
+-- name: flow_candidates
+-- Limited claim: the due heads of up to %(partitions)s::integer flow partitions after %(after)s, round-robin, with the locks taken on their limits.
+WITH RECURSIVE partitions AS (
+    (SELECT flow_key FROM leasequeue_job
+     WHERE status IN ('queued', 'retrying') AND flow_key > %(after)s::text AND run_after <= now()
+       AND (%(queues)s::text[] IS NULL OR queue_name = ANY(%(queues)s::text[]))
+     ORDER BY flow_key LIMIT 1)
+    UNION ALL
+    SELECT (SELECT job.flow_key FROM leasequeue_job AS job
+            WHERE job.status IN ('queued', 'retrying') AND job.flow_key > partitions.flow_key
+              AND job.run_after <= now()
+              AND (%(queues)s::text[] IS NULL OR job.queue_name = ANY(%(queues)s::text[]))
+            ORDER BY job.flow_key LIMIT 1)
+    FROM partitions
+    WHERE partitions.flow_key IS NOT NULL
+), candidates AS (
+    SELECT head.id, head.flow_key, head.queue_name, head.limits, head.priority, head.run_after
+    FROM (SELECT flow_key FROM partitions WHERE flow_key IS NOT NULL
+          LIMIT %(partitions)s::integer) AS chosen
+    CROSS JOIN LATERAL (
+        SELECT id, flow_key, queue_name, limits, priority, run_after FROM leasequeue_job
+        WHERE status IN ('queued', 'retrying') AND flow_key = chosen.flow_key
+          AND run_after <= now()
+          AND (%(queues)s::text[] IS NULL OR queue_name = ANY(%(queues)s::text[]))
+        ORDER BY priority DESC, run_after, id
+        LIMIT %(per_partition)s::integer
+    ) AS head
+), locked AS MATERIALIZED (
+    SELECT key FROM (SELECT DISTINCT item->>'key' AS key
+                     FROM candidates, jsonb_array_elements(candidates.limits) AS item) AS keys
+    WHERE pg_try_advisory_xact_lock(1279677507, hashtext(key))
+)
+SELECT id, flow_key, queue_name, limits::text AS limits,
+       coalesce((SELECT array_agg(key) FROM locked), '{}') AS locked_keys
+FROM candidates
+ORDER BY flow_key, priority DESC, run_after, id;
+
+-- name: flow_usage
+-- Limited claim and admin: running jobs per concurrency key and per capped queue, each rate bucket's next start, and now().
+SELECT 'concurrency' AS kind, key,
+       (SELECT count(*) FROM leasequeue_job
+        WHERE status = 'running' AND concurrency_key = key AND lease_expires_at > now()) AS running,
+       NULL::timestamptz AS tat, now() AS now
+FROM unnest(%(concurrency_keys)s::text[]) AS key
+UNION ALL
+SELECT 'queue', queue,
+       (SELECT count(*) FROM leasequeue_job
+        WHERE status = 'running' AND queue_name = queue AND lease_expires_at > now()),
+       NULL, now()
+FROM unnest(%(queues)s::text[]) AS queue
+UNION ALL
+SELECT 'rate', key, NULL, (SELECT tat FROM leasequeue_rate_bucket AS bucket WHERE bucket.key = keys.key),
+       now()
+FROM unnest(%(rate_keys)s::text[]) AS keys(key);
+
+-- name: store_rate_buckets
+-- Limited claim: the rate buckets' theoretical arrival times after the starts it admitted.
+INSERT INTO leasequeue_rate_bucket (key, tat)
+SELECT * FROM unnest(%(keys)s::text[], %(tats)s::timestamptz[])
+ON CONFLICT (key) DO UPDATE SET tat = excluded.tat;
+
+-- name: lock_pending_keys
+-- Backpressure: take (waiting) the enqueue locks of these max_pending keys, held until the caller's transaction ends.
+SELECT count(pg_advisory_xact_lock(1279677520, hashtext(key))) AS locked
+FROM unnest(%(keys)s::text[]) AS key;
+
+-- name: pending_counts
+-- Backpressure: unfinished jobs per max_pending key and per capped queue (read after lock_pending_keys).
+SELECT 'task' AS kind, key, (SELECT count(*) FROM leasequeue_job
+                            WHERE pending_key = key
+                              AND status IN ('queued', 'retrying', 'running')) AS pending
+FROM unnest(%(keys)s::text[]) AS key
+UNION ALL
+SELECT 'queue', queue, (SELECT count(*) FROM leasequeue_job
+                        WHERE queue_name = queue AND status IN ('queued', 'retrying', 'running'))
+FROM unnest(%(queues)s::text[]) AS queue;
+
+-- name: flow_overview
+-- Admin: the busiest flow partitions now, with their running and waiting jobs and the limits of one of them.
+SELECT flow_key,
+       count(*) FILTER (WHERE status = 'running') AS running,
+       count(*) FILTER (WHERE status IN ('queued', 'retrying')) AS waiting,
+       (array_agg(limits::text))[1] AS limits
+FROM leasequeue_job
+WHERE status IN ('queued', 'retrying', 'running') AND flow_key IS NOT NULL
+GROUP BY flow_key
+ORDER BY count(*) FILTER (WHERE status = 'running') DESC, count(*) DESC, flow_key
+LIMIT %(limit)s::integer;

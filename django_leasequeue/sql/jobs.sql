@@ -1,0 +1,265 @@
+-- A job's life under its lease: enqueue, claim (wakeup path, poll path, oldest first), heartbeat,
+-- the lease holder's writes, and the recover sweep. Every worker write is fenced by (id,
+-- lease_version, status = 'running'): zero rows back means the lease was lost and nothing was
+-- written.
+
+-- name: enqueue
+-- Insert jobs from column arrays in one statement; a unique key an unfinished job holds is skipped.
+INSERT INTO leasequeue_job (id, task_path, queue_name, priority, backend, args, kwargs, run_after,
+                            max_attempts, timeout_seconds, backoff_seconds, unique_key, limits,
+                            flow_key, concurrency_key, pending_key)
+SELECT id, task_path, queue_name, priority, backend, args, kwargs, coalesce(run_after, now()),
+       max_attempts, timeout_seconds, backoff_seconds, unique_key, limits, flow_key,
+       concurrency_key, pending_key
+FROM unnest(%(ids)s::uuid[], %(task_paths)s::text[], %(queue_names)s::text[],
+            %(priorities)s::smallint[], %(backends)s::text[], %(args)s::jsonb[],
+            %(kwargs)s::jsonb[], %(run_afters)s::timestamptz[], %(max_attempts)s::integer[],
+            %(timeouts)s::float8[], %(backoffs)s::float8[], %(unique_keys)s::text[],
+            %(limits)s::jsonb[], %(flow_keys)s::text[], %(concurrency_keys)s::text[],
+            %(pending_keys)s::text[])
+     AS new(id, task_path, queue_name, priority, backend, args, kwargs, run_after, max_attempts,
+            timeout_seconds, backoff_seconds, unique_key, limits, flow_key, concurrency_key,
+            pending_key)
+ON CONFLICT (unique_key) WHERE status IN ('queued', 'retrying', 'running') AND unique_key IS NOT NULL
+DO NOTHING
+RETURNING id, enqueued_at, run_after;
+
+-- name: enqueue_one
+-- Insert one job with scalar parameters (cheaper to send than one-element arrays); as enqueue.
+INSERT INTO leasequeue_job (id, task_path, queue_name, priority, backend, args, kwargs, run_after,
+                            max_attempts, timeout_seconds, backoff_seconds, unique_key, limits,
+                            flow_key, concurrency_key, pending_key)
+VALUES (%(id)s::uuid, %(task_path)s::text, %(queue_name)s::text, %(priority)s::smallint,
+        %(backend)s::text, %(args)s::jsonb, %(kwargs)s::jsonb,
+        coalesce(%(run_after)s::timestamptz, now()), %(max_attempts)s::integer,
+        %(timeout)s::float8, %(backoff)s::float8, %(unique_key)s::text, %(limits)s::jsonb,
+        %(flow_key)s::text, %(concurrency_key)s::text, %(pending_key)s::text)
+ON CONFLICT (unique_key) WHERE status IN ('queued', 'retrying', 'running') AND unique_key IS NOT NULL
+DO NOTHING
+RETURNING id, enqueued_at, run_after;
+
+-- name: database_now
+-- The database's clock (transaction time), stamped on rows written with COPY.
+SELECT now() AS now;
+
+-- name: copy_jobs
+-- Bulk insert of jobs without unique keys (COPY; columns in the order protocol.JobCopy writes them).
+COPY leasequeue_job (id, task_path, queue_name, priority, backend, args, kwargs, run_after,
+                     enqueued_at, max_attempts, timeout_seconds, backoff_seconds) FROM STDIN;
+
+-- name: claim_by_ids
+-- Compare-and-swap claim of these jobs if still claimable and due: unlimited ones (wakeup path), or also limited ones when %(limited)s (the limited claim, under its locks).
+UPDATE leasequeue_job
+SET status = 'running',
+    worker_id = %(worker_id)s::text,
+    worker_ids = worker_ids || to_jsonb(%(worker_id)s::text),
+    lease_version = lease_version + 1,
+    attempt = attempt + 1,
+    started_at = coalesce(started_at, now()),
+    last_attempted_at = now(),
+    heartbeat_at = now(),
+    lease_expires_at = now() + make_interval(secs => %(lease_seconds)s::float8)
+WHERE id = ANY(%(ids)s::uuid[])
+  AND status IN ('queued', 'retrying')
+  AND run_after <= now()
+  AND (flow_key IS NULL OR %(limited)s::boolean)
+RETURNING id, task_path, queue_name, priority, backend, args, kwargs, attempt, max_attempts,
+          lease_version, timeout_seconds, backoff_seconds, checkpoint, enqueued_at, started_at,
+          last_attempted_at, worker_ids, errors, run_after;
+
+-- name: claim_batch
+-- Poll path: claim up to %(limit)s::integer due unlimited jobs of the given queues (NULL = all) in priority order.
+WITH picked AS (
+    SELECT id FROM leasequeue_job
+    WHERE status IN ('queued', 'retrying') AND flow_key IS NULL
+      AND (%(queues)s::text[] IS NULL OR queue_name = ANY(%(queues)s::text[]))
+      AND run_after <= now()
+    ORDER BY priority DESC, run_after, id
+    LIMIT %(limit)s::integer
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE leasequeue_job AS job
+SET status = 'running',
+    worker_id = %(worker_id)s::text,
+    worker_ids = job.worker_ids || to_jsonb(%(worker_id)s::text),
+    lease_version = job.lease_version + 1,
+    attempt = job.attempt + 1,
+    started_at = coalesce(job.started_at, now()),
+    last_attempted_at = now(),
+    heartbeat_at = now(),
+    lease_expires_at = now() + make_interval(secs => %(lease_seconds)s::float8)
+FROM picked
+WHERE job.id = picked.id
+RETURNING job.id, job.task_path, job.queue_name, job.priority, job.backend, job.args, job.kwargs,
+          job.attempt, job.max_attempts, job.lease_version, job.timeout_seconds,
+          job.backoff_seconds, job.checkpoint, job.enqueued_at, job.started_at,
+          job.last_attempted_at, job.worker_ids, job.errors, job.run_after;
+
+-- name: oldest_due_job
+-- Fairness: the unlimited due job waiting longest, whatever its priority (one index probe per priority present).
+WITH RECURSIVE priorities AS (
+    (SELECT priority FROM leasequeue_job
+     WHERE status IN ('queued', 'retrying') AND flow_key IS NULL
+     ORDER BY priority DESC LIMIT 1)
+    UNION ALL
+    SELECT (SELECT job.priority FROM leasequeue_job AS job
+            WHERE job.status IN ('queued', 'retrying') AND job.flow_key IS NULL
+              AND job.priority < priorities.priority
+            ORDER BY job.priority DESC LIMIT 1)
+    FROM priorities
+    WHERE priorities.priority IS NOT NULL
+)
+SELECT head.id FROM priorities
+CROSS JOIN LATERAL (
+    SELECT id, run_after FROM leasequeue_job
+    WHERE status IN ('queued', 'retrying') AND flow_key IS NULL
+      AND priority = priorities.priority AND run_after <= now()
+      AND (%(queues)s::text[] IS NULL OR queue_name = ANY(%(queues)s::text[]))
+    ORDER BY priority DESC, run_after, id
+    LIMIT 1
+) AS head
+ORDER BY head.run_after, head.id
+LIMIT 1;
+
+-- name: heartbeat
+-- Renew every lease a worker holds in one statement; returns those still held, whether renewed, and their cancel flag.
+WITH presented AS (
+    SELECT * FROM unnest(%(ids)s::uuid[], %(versions)s::integer[]) AS held(id, lease_version)
+), renewable AS (
+    -- A row another transaction holds locked (an operator's action) is skipped, not waited on:
+    -- the worker's other leases must not wait for it.
+    SELECT job.id FROM leasequeue_job AS job
+    JOIN presented ON job.id = presented.id AND job.lease_version = presented.lease_version
+    WHERE job.status = 'running'
+    ORDER BY job.id
+    FOR UPDATE OF job SKIP LOCKED
+), renewed AS (
+    UPDATE leasequeue_job AS job
+    SET heartbeat_at = now(),
+        lease_expires_at = now() + make_interval(secs => %(lease_seconds)s::float8)
+    FROM renewable
+    WHERE job.id = renewable.id
+    RETURNING job.id, job.cancel_requested
+)
+SELECT id, cancel_requested, true AS renewed FROM renewed
+UNION ALL
+SELECT job.id, job.cancel_requested, false AS renewed
+FROM leasequeue_job AS job
+JOIN presented ON job.id = presented.id AND job.lease_version = presented.lease_version
+WHERE job.status = 'running' AND job.id NOT IN (SELECT id FROM renewable);
+
+-- name: complete
+-- Fenced: the lease holder records success and the JSON result.
+UPDATE leasequeue_job
+SET status = 'succeeded', result = %(result)s::jsonb, finished_at = now(), lease_expires_at = NULL
+WHERE id = %(id)s::uuid AND lease_version = %(lease_version)s::integer AND status = 'running'
+RETURNING id;
+
+-- name: complete_many
+-- Fenced batch of complete: one statement for many finished jobs; returns those applied.
+UPDATE leasequeue_job AS job
+SET status = 'succeeded', result = done.result, finished_at = now(), lease_expires_at = NULL
+FROM unnest(%(ids)s::uuid[], %(versions)s::integer[], %(results)s::jsonb[])
+     AS done(id, lease_version, result)
+WHERE job.id = done.id AND job.lease_version = done.lease_version AND job.status = 'running'
+RETURNING job.id;
+
+-- name: fail
+-- Fenced: record the attempt's error; retry after backoff with jitter, else dead-letter (or cancelled).
+UPDATE leasequeue_job
+SET status = CASE WHEN cancel_requested THEN 'cancelled'
+                  WHEN %(retryable)s::boolean AND attempt < max_attempts THEN 'retrying'
+                  ELSE 'failed' END,
+    run_after = CASE WHEN %(retryable)s::boolean AND attempt < max_attempts AND NOT cancel_requested
+                     THEN now() + make_interval(secs => least(%(backoff_cap_seconds)s::float8,
+                              backoff_seconds * power(2, attempt - 1)) * (0.5 + random() / 2))
+                     ELSE run_after END,
+    finished_at = CASE WHEN %(retryable)s::boolean AND attempt < max_attempts AND NOT cancel_requested
+                       THEN NULL ELSE now() END,
+    errors = errors || jsonb_build_array(%(error)s::jsonb || jsonb_build_object(
+        'attempt', attempt, 'worker_id', worker_id, 'at', now())),
+    lease_expires_at = NULL
+WHERE id = %(id)s::uuid AND lease_version = %(lease_version)s::integer AND status = 'running'
+RETURNING id, status, run_after;
+
+-- name: release
+-- Fenced: give a job back untouched (graceful shutdown); the attempt and its worker are not counted.
+UPDATE leasequeue_job
+SET status = 'retrying', run_after = now(), attempt = attempt - 1, lease_expires_at = NULL,
+    worker_ids = worker_ids - (jsonb_array_length(worker_ids) - 1)
+WHERE id = %(id)s::uuid AND lease_version = %(lease_version)s::integer AND status = 'running'
+RETURNING id, queue_name;
+
+-- name: finish_cancelled
+-- Fenced: the lease holder stopped a job whose cancellation was requested.
+UPDATE leasequeue_job
+SET status = 'cancelled', finished_at = now(), lease_expires_at = NULL
+WHERE id = %(id)s::uuid AND lease_version = %(lease_version)s::integer AND status = 'running'
+RETURNING id;
+
+-- name: progress
+-- Fenced: store the latest progress report of a running job.
+UPDATE leasequeue_job
+SET progress = jsonb_build_object('current', %(current)s::float8, 'total', %(total)s::float8,
+                                  'message', %(message)s::text, 'at', now())
+WHERE id = %(id)s::uuid AND lease_version = %(lease_version)s::integer AND status = 'running'
+RETURNING id;
+
+-- name: checkpoint
+-- Fenced: store the JSON state a later attempt resumes from.
+UPDATE leasequeue_job
+SET checkpoint = %(checkpoint)s::jsonb
+WHERE id = %(id)s::uuid AND lease_version = %(lease_version)s::integer AND status = 'running'
+RETURNING id;
+
+-- name: lock_lease
+-- Fenced business writes: lock the job row inside the caller's transaction if the lease is held.
+SELECT id FROM leasequeue_job
+WHERE id = %(id)s::uuid AND lease_version = %(lease_version)s::integer AND status = 'running'
+FOR UPDATE;
+
+-- name: expire_worker_leases
+-- Supervisor: end at once the leases of a worker process it saw die; the sweep recovers the jobs.
+UPDATE leasequeue_job
+SET lease_expires_at = now() - interval '1 millisecond', lease_version = lease_version + 1
+WHERE worker_id = %(worker_id)s::text AND status = 'running'
+RETURNING id;
+
+-- name: recover_expired
+-- Sweep: expired leases become retrying (or failed when attempts are used up, cancelled if asked).
+WITH expired AS (
+    SELECT id FROM leasequeue_job
+    WHERE status = 'running' AND lease_expires_at < now()
+    ORDER BY lease_expires_at
+    LIMIT %(limit)s::integer
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE leasequeue_job AS job
+SET status = CASE WHEN job.cancel_requested THEN 'cancelled'
+                  WHEN job.attempt >= job.max_attempts THEN 'failed'
+                  ELSE 'retrying' END,
+    run_after = CASE WHEN job.cancel_requested OR job.attempt >= job.max_attempts
+                     THEN job.run_after
+                     ELSE now() + make_interval(secs => least(%(backoff_cap_seconds)s::float8,
+                              job.backoff_seconds * power(2, job.attempt - 1))
+                              * (0.5 + random() / 2)) END,
+    finished_at = CASE WHEN job.cancel_requested OR job.attempt >= job.max_attempts
+                       THEN now() ELSE NULL END,
+    errors = job.errors || jsonb_build_array(jsonb_build_object(
+        'attempt', job.attempt, 'worker_id', job.worker_id, 'at', now(),
+        'exception_class_path', 'django_leasequeue.exceptions.LeaseExpired',
+        'message', format('Lease expired: worker %%s stopped renewing it (last heartbeat %%s).',
+                          job.worker_id, job.heartbeat_at),
+        'traceback', '')),
+    lease_expires_at = NULL
+FROM expired
+WHERE job.id = expired.id
+RETURNING job.id, job.status, job.queue_name, job.task_path;
+
+-- name: stale_due_jobs
+-- Sweep: due unlimited jobs nobody claimed for a while, to get a wakeup again (limited ones wait by design).
+SELECT id, queue_name FROM leasequeue_job
+WHERE status IN ('queued', 'retrying') AND flow_key IS NULL
+  AND run_after <= now() - make_interval(secs => %(older_than_seconds)s::float8)
+ORDER BY priority DESC, run_after, id
+LIMIT %(limit)s::integer;

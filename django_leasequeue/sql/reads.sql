@@ -1,0 +1,165 @@
+-- Reads: TaskResults, statuses and progress read back, the admin's queue summary and task list.
+
+-- name: job_results
+-- Read back: what a TaskResult is built from, for the given job ids.
+SELECT id, task_path, queue_name, priority, backend, status, run_after, args, kwargs, result,
+       errors, worker_ids, enqueued_at, started_at, last_attempted_at, finished_at
+FROM leasequeue_job
+WHERE id = ANY(%(ids)s::uuid[]);
+
+-- name: unfinished_by_unique_key
+-- Read back: the unfinished jobs holding these unique keys (what a keyed enqueue returns instead).
+SELECT id, task_path, queue_name, priority, backend, status, run_after, args, kwargs, result,
+       errors, worker_ids, enqueued_at, started_at, last_attempted_at, finished_at, unique_key
+FROM leasequeue_job
+WHERE unique_key = ANY(%(unique_keys)s::text[]) AND status IN ('queued', 'retrying', 'running');
+
+-- name: job_statuses
+-- Read back: each job's status now, and whether an unfinished job holds its unique key.
+SELECT id, status,
+       unique_key IS NOT NULL AND EXISTS (
+           SELECT 1 FROM leasequeue_job AS holder
+           WHERE holder.unique_key = job.unique_key AND holder.id <> job.id
+             AND holder.status IN ('queued', 'retrying', 'running')) AS key_held
+FROM leasequeue_job AS job
+WHERE id = ANY(%(ids)s::uuid[]);
+
+-- name: job_progress
+-- Read back: what a progress viewer is told about one job (status, progress, attempt).
+SELECT id, status, progress, attempt FROM leasequeue_job WHERE id = %(id)s::uuid;
+
+-- name: due_by_queue
+-- How many jobs are due and unclaimed, per queue (a burst says what it leaves behind).
+SELECT queue_name, count(*) AS due FROM leasequeue_job
+WHERE status IN ('queued', 'retrying') AND run_after <= now()
+GROUP BY queue_name;
+
+-- name: queue_summary
+-- Per queue: counts (exact up to %(exact_up_to)s, estimated from index probes above), oldest due age, finished last minute.
+WITH RECURSIVE pairs AS (
+    -- Loose index scan: one probe of the status_queue index per (status, queue) present.
+    (SELECT status, queue_name FROM leasequeue_job
+     WHERE status <> 'succeeded' ORDER BY status, queue_name LIMIT 1)
+    UNION ALL
+    SELECT next.status, next.queue_name FROM pairs, LATERAL (
+        SELECT status, queue_name FROM leasequeue_job
+        WHERE status <> 'succeeded' AND (status, queue_name) > (pairs.status, pairs.queue_name)
+        ORDER BY status, queue_name LIMIT 1) AS next
+), capped AS MATERIALIZED (
+    SELECT pairs.status, pairs.queue_name,
+           (SELECT count(*) FROM (
+                -- In index order, so that it is a walk of the status_queue index that stops
+                -- at the cap (never a bitmap of the whole backlog).
+                SELECT 1 FROM leasequeue_job AS job
+                WHERE job.status = pairs.status AND job.queue_name = pairs.queue_name
+                  AND job.status <> 'succeeded'
+                ORDER BY job.status, job.queue_name, job.id
+                LIMIT %(exact_up_to)s::integer) AS counted) AS exact
+    FROM pairs
+    WHERE pairs.status IN ('queued', 'running', 'retrying', 'failed')
+), spans AS MATERIALIZED (
+    -- The pairs over the cap: the first and last id of their stretch of the index, as positions
+    -- (an id's first 64 bits; uuid7 ids start with their enqueue time).
+    SELECT capped.status, capped.queue_name, first.pos AS lo, last.pos AS hi
+    FROM capped,
+         LATERAL (SELECT ('x' || left(replace(job.id::text, '-', ''), 16))::bit(64)::bigint AS pos
+                  FROM leasequeue_job AS job
+                  WHERE job.status = capped.status AND job.queue_name = capped.queue_name
+                    AND job.status <> 'succeeded'
+                  ORDER BY job.status, job.queue_name, job.id
+                  LIMIT 1) AS first,
+         LATERAL (SELECT ('x' || left(replace(job.id::text, '-', ''), 16))::bit(64)::bigint AS pos
+                  FROM leasequeue_job AS job
+                  WHERE job.status = capped.status AND job.queue_name = capped.queue_name
+                    AND job.status <> 'succeeded'
+                  ORDER BY job.status DESC, job.queue_name DESC, job.id DESC
+                  LIMIT 1) AS last
+    WHERE capped.exact >= %(exact_up_to)s::integer
+), probes AS (
+    -- Cut each stretch into equal slices of ids and read the first few index entries of each:
+    -- how densely they follow each other estimates how many the slice holds.
+    SELECT slices.status, slices.queue_name, slices.start_pos, slices.end_pos, probe.n,
+           probe.first_pos, probe.last_pos
+    FROM (SELECT spans.status, spans.queue_name,
+                 (spans.lo + (spans.hi::numeric - spans.lo + 1) * slice / %(slices)s::integer)::bigint
+                     AS start_pos,
+                 (spans.lo + (spans.hi::numeric - spans.lo + 1) * (slice + 1) / %(slices)s::integer)::bigint
+                     AS end_pos
+          FROM spans, generate_series(0, %(slices)s::integer - 1) AS slice) AS slices,
+         LATERAL (
+             SELECT count(*) AS n,
+                    ('x' || left(replace(min(id::text), '-', ''), 16))::bit(64)::bigint AS first_pos,
+                    ('x' || left(replace(max(id::text), '-', ''), 16))::bit(64)::bigint AS last_pos
+             FROM (SELECT job.id
+                   FROM leasequeue_job AS job
+                   WHERE job.status = slices.status AND job.queue_name = slices.queue_name
+                     AND job.status <> 'succeeded'
+                     AND job.id >= (lpad(to_hex(slices.start_pos), 16, '0') || repeat('0', 16))::uuid
+                     AND job.id < (lpad(to_hex(slices.end_pos), 16, '0') || repeat('0', 16))::uuid
+                   ORDER BY job.status, job.queue_name, job.id
+                   LIMIT %(per_slice)s::integer) AS entries
+         ) AS probe
+), estimates AS MATERIALIZED (
+    SELECT status, queue_name,
+           sum(CASE WHEN probe_full AND last_pos > first_pos
+                    THEN (n - 1) * (end_pos::numeric - first_pos) / (last_pos - first_pos)
+                    ELSE n END) AS estimate
+    FROM (SELECT probes.*, n >= %(per_slice)s::integer AS probe_full FROM probes) AS probed
+    GROUP BY status, queue_name
+), counts AS (
+    SELECT status, queue_name, exact >= %(exact_up_to)s::integer AS estimated,
+           CASE WHEN exact < %(exact_up_to)s::integer THEN exact
+                ELSE greatest(exact, (SELECT round(estimate)::bigint FROM estimates
+                                      WHERE estimates.status = capped.status
+                                        AND estimates.queue_name = capped.queue_name)) END AS jobs
+    FROM capped
+), due AS (
+    SELECT queues.queue_name,
+           (SELECT min(run_after) FROM leasequeue_job
+            WHERE status IN ('queued', 'retrying') AND queue_name = queues.queue_name
+              AND run_after <= now()) AS oldest_due
+    FROM (SELECT DISTINCT queue_name FROM pairs WHERE status IN ('queued', 'retrying')) AS queues
+), finished AS (
+    SELECT queue_name, count(*) AS finished_last_minute
+    FROM leasequeue_job
+    WHERE status IN ('succeeded', 'failed', 'cancelled')
+      AND finished_at >= now() - interval '1 minute'
+    GROUP BY queue_name
+), by_queue AS (
+    SELECT queue_name,
+           sum(jobs) FILTER (WHERE status = 'queued') AS queued,
+           sum(jobs) FILTER (WHERE status = 'running') AS running,
+           sum(jobs) FILTER (WHERE status = 'retrying') AS retrying,
+           sum(jobs) FILTER (WHERE status = 'failed') AS failed,
+           array_agg(status::text ORDER BY status) FILTER (WHERE estimated) AS estimated
+    FROM counts
+    GROUP BY queue_name
+)
+SELECT queue_name,
+       coalesce(by_queue.queued, 0)::bigint AS queued,
+       coalesce(by_queue.running, 0)::bigint AS running,
+       coalesce(by_queue.retrying, 0)::bigint AS retrying,
+       coalesce(by_queue.failed, 0)::bigint AS failed,
+       coalesce(by_queue.estimated, '{}') AS estimated,
+       now() - due.oldest_due AS oldest_due_age,
+       coalesce(finished.finished_last_minute, 0) AS finished_last_minute
+FROM by_queue
+FULL JOIN due USING (queue_name)
+FULL JOIN finished USING (queue_name)
+ORDER BY queue_name;
+
+-- name: task_paths
+-- Distinct task paths by a loose index scan (one index probe per path), at most %(limit)s::integer.
+WITH RECURSIVE paths AS (
+    (SELECT task_path FROM leasequeue_job ORDER BY task_path LIMIT 1)
+    UNION ALL
+    SELECT (SELECT task_path FROM leasequeue_job
+            WHERE task_path > paths.task_path ORDER BY task_path LIMIT 1)
+    FROM paths
+    WHERE paths.task_path IS NOT NULL
+)
+SELECT task_path FROM paths WHERE task_path IS NOT NULL LIMIT %(limit)s::integer;
+
+-- name: limit_statement_time
+-- Cancel any statement of the current transaction that runs longer than the given milliseconds.
+SELECT set_config('statement_timeout', %(milliseconds)s::text, true);
