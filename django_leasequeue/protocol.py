@@ -406,8 +406,10 @@ def fail(
     )
 
 
-def release(lease: Lease) -> Statement[bool]:
-    return _statement("release", _applied, id=lease.job_id, lease_version=lease.lease_version)
+def hand_back(lease: Lease) -> Statement[bool]:
+    """Fenced: the worker gives a job back untouched at shutdown (an operator's forced release
+    is ``force_release``)."""
+    return _statement("hand_back", _applied, id=lease.job_id, lease_version=lease.lease_version)
 
 
 def finish_cancelled(lease: Lease) -> Statement[bool]:

@@ -3,12 +3,16 @@
 import asyncio
 import threading
 import time
+import uuid
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 from django.db import connections
 
 from django_leasequeue import protocol
 from django_leasequeue.models import Job
+from django_leasequeue.protocol import ClaimedJob, Lease
+from django_leasequeue.runtime.handle import JobHandle
 
 SHORT_LEASE = 0.2
 
@@ -98,3 +102,31 @@ def claim_limited(free: int = 10, worker_id: str = "w", lease_seconds: float = 3
             await db.close()
 
     return asyncio.run(claim())
+
+
+def running_handle(deadline: float) -> JobHandle:
+    """A handle of a job no database knows, as the worker holds it (for its services)."""
+    now = datetime.now(UTC)
+    job = ClaimedJob(
+        lease=Lease(uuid.uuid4(), 1),
+        task_path="tests.tasks.add",
+        queue_name="default",
+        priority=0,
+        backend="default",
+        args=[],
+        kwargs={},
+        attempt=1,
+        max_attempts=3,
+        timeout_seconds=None,
+        backoff_seconds=1.0,
+        checkpoint=None,
+        enqueued_at=now,
+        started_at=now,
+        last_attempted_at=now,
+        worker_ids=["w"],
+        errors=[],
+        run_after=now,
+    )
+    handle = JobHandle(job, db=None, progress_interval=1.0, publish=None)
+    handle.fence_deadline = deadline
+    return handle

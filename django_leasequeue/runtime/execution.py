@@ -91,7 +91,7 @@ def _call_args(task: Task, context: Any, job: ClaimedJob) -> list[Any]:
     return [context, *job.args] if task.takes_context else list(job.args)
 
 
-async def execute(
+async def run_attempt(
     task: Task,
     job: ClaimedJob,
     context: Any,

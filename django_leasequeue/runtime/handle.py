@@ -49,13 +49,14 @@ class JobHandle:
         self.completed_in_fence = False
         # A checkpoint or progress report refused as unstorable: the attempt fails with it.
         self.refused: UnstorableValue | None = None
-        self.task: asyncio.Task | None = None
+        # The asyncio task running the job while its function runs (``stop`` cancels it).
+        self.runner: asyncio.Task | None = None
         # Whether a browser page follows this job live; refreshed by the worker.
         self.watched = False
         # Monotonic time by which the worker must confirm a renewal or stop the job itself.
         self.fence_deadline = float("inf")
         # Whether the job is held to flow-control limits (its end may let another one start).
-        self.limited = False
+        self.flow_limited = False
         self.claimed_at = time.monotonic()
         self._publish = publish
         # The largest checkpoint, as JSON (the backend's max_argument_bytes).
@@ -75,8 +76,8 @@ class JobHandle:
         """Cancel the job's coroutine (once); the runner reads ``stop_reason`` to finish it."""
         if self.stop_reason is None:
             self.stop_reason = reason
-        if self.task is not None and not self.task.done():
-            self.task.cancel(reason)
+        if self.runner is not None and not self.runner.done():
+            self.runner.cancel(reason)
 
     async def progress(self, current: float, total: float | None, message: str) -> bool:
         """Persist and publish at most one update per interval; the latest one always lands.

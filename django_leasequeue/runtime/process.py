@@ -58,12 +58,12 @@ async def _run(
     # before Django is set up, and the app's modules need the settings.
     from django_leasequeue.backend import lease_queue_backend
     from django_leasequeue.metrics import counters
-    from django_leasequeue.runtime.worker import Worker
+    from django_leasequeue.runtime.worker import WorkerLoop
 
     backend = lease_queue_backend(config.backend_alias)
     if backend.config.metrics_port is not None:  # each process on its own port
         counters.serve(backend.config.metrics_port + slot)
-    worker = Worker(backend, config, worker_id)
+    worker = WorkerLoop(backend, config, worker_id)
     loop = asyncio.get_running_loop()
     # SIGTERM asks for a graceful stop (however many times it comes); the supervisor sends
     # SIGUSR1 when its own second signal asks to stop now.

@@ -182,8 +182,8 @@ SET status = CASE WHEN cancel_requested THEN 'cancelled'
 WHERE id = %(id)s::uuid AND lease_version = %(lease_version)s::integer AND status = 'running'
 RETURNING id, status, run_after;
 
--- name: release
--- Fenced: give a job back untouched (graceful shutdown); the attempt and its worker are not counted.
+-- name: hand_back
+-- Fenced: the worker gives a job back untouched (graceful shutdown); the attempt and its worker are not counted.
 UPDATE leasequeue_job
 SET status = 'retrying', run_after = now(), attempt = attempt - 1, lease_expires_at = NULL,
     worker_ids = worker_ids - (jsonb_array_length(worker_ids) - 1)

@@ -44,7 +44,7 @@ def test_stale_worker_writes_are_all_rejected_and_change_nothing(taken_over_job)
     assert protocol.execute(_fail(stale.lease)) is None
     assert protocol.execute(protocol.progress(stale.lease, 5, 10, "stale")) is False
     assert protocol.execute(protocol.checkpoint(stale.lease, '{"step": 99}')) is False
-    assert protocol.execute(protocol.release(stale.lease)) is False
+    assert protocol.execute(protocol.hand_back(stale.lease)) is False
     assert protocol.execute(protocol.finish_cancelled(stale.lease)) is False
     assert protocol.execute(protocol.heartbeat([stale.lease], lease_seconds=30)).held == set()
     with pytest.raises(LeaseLost), fenced_atomic(stale.lease):

@@ -95,7 +95,7 @@ def test_failure_after_cancel_request_ends_cancelled_not_retried(backend):
 
 def test_release_gives_the_job_back_without_counting_the_attempt(backend):
     claimed = claim_one(add.enqueue(1, 2).id, "w")
-    assert protocol.execute(protocol.release(claimed.lease)) is True
+    assert protocol.execute(protocol.hand_back(claimed.lease)) is True
     assert Job.objects.get(pk=claimed.id).worker_ids == []
     again = claim_one(claimed.id, "w2")
     assert again.attempt == 1 and again.lease.lease_version == 2

@@ -108,7 +108,7 @@ def test_every_query_has_a_name_and_a_description():
         "heartbeat",
         "complete",
         "fail",
-        "release",
+        "hand_back",
         "cancel",
         "recover_expired",
         "progress",

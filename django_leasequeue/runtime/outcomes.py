@@ -1,0 +1,208 @@
+"""How an attempt's end is written: success (group-committed), failure (retry with backoff, or
+dead letter), cancel, or the lease handed back at shutdown; each one fenced by the lease, then
+told to metrics, to pages watching the job and to Django's ``task_finished`` receivers."""
+
+import asyncio
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+
+import psycopg
+
+from django_leasequeue import protocol
+from django_leasequeue.conf import BackendConfig
+from django_leasequeue.exceptions import UnstorableValue
+from django_leasequeue.jsonargs import escaped_text
+from django_leasequeue.metrics import counters as metrics
+from django_leasequeue.protocol import ClaimedJob
+from django_leasequeue.results import build_result, task_variant
+from django_leasequeue.runtime.completions import CompletionBatcher
+from django_leasequeue.runtime.database import Database
+from django_leasequeue.runtime.execution import Outcome, error_of
+from django_leasequeue.runtime.handle import JobHandle, StopReason
+from django_leasequeue.runtime.task_signals import TaskSignalDispatcher, wanted
+from django_leasequeue.status import JobStatus
+from django_leasequeue.tasks_framework import (
+    Task,
+    TaskResult,
+    TaskResultStatus,
+    task_finished,
+    task_started,
+)
+from django_leasequeue.wakeups import Wakeups
+
+logger = logging.getLogger(__name__)
+
+
+class OutcomeRecorder:
+    """Writes what became of each attempt, and sends Django's task signals about it."""
+
+    def __init__(
+        self,
+        *,
+        db: Database,
+        backend_alias: str,
+        backend_config: BackendConfig,
+        wakeups: Wakeups,
+        redis_calls: ThreadPoolExecutor,
+        completions: CompletionBatcher,
+        task_signals: TaskSignalDispatcher,
+        signal_sender: type,
+    ) -> None:
+        self.db = db
+        self.backend_alias = backend_alias
+        self.backend_config = backend_config
+        self.wakeups = wakeups
+        self.redis_calls = redis_calls
+        self.completions = completions
+        self.task_signals = task_signals
+        self.signal_sender = signal_sender
+        # Whether Django's task signals reach a receiver; re-read for every claimed batch.
+        self.send_started = self.send_finished = True
+
+    def read_receivers(self) -> None:
+        """Whether anyone listens to the task signals now (read once per claimed batch)."""
+        self.send_started = wanted(task_started, self.signal_sender)
+        self.send_finished = wanted(task_finished, self.signal_sender)
+
+    def started(self, job: ClaimedJob, task: Task) -> TaskResult:
+        """The job's RUNNING TaskResult; ``task_started`` is sent with it when wanted."""
+        running = self.task_result(job, task, TaskResultStatus.RUNNING)
+        if self.send_started:
+            self.task_signals.emit(task_started, running)
+        return running
+
+    async def record(self, handle: JobHandle, task: Task | None, outcome: Outcome) -> None:
+        """Write the attempt's outcome (``task`` is None when the job could not be resolved)."""
+        job = handle.job
+        applied = False
+        if handle.completed_in_fence:
+            applied, status = True, JobStatus.SUCCEEDED
+        elif outcome.succeeded:
+            try:
+                # A success carries its result (Outcome.succeeded).
+                result_json: str = outcome.result_json  # type: ignore[assignment]
+                applied = await self.completions.complete(handle.lease, result_json)
+                status = JobStatus.SUCCEEDED
+            except psycopg.Error as exc:  # refused even alone: the attempt fails, saying why
+                refused = UnstorableValue("return value", f"PostgreSQL refused it ({exc})")
+                outcome = Outcome(error=error_of(refused), retryable=False)
+        if not applied and not outcome.succeeded:
+            failed = await self._fail(handle, outcome)
+            applied = failed is not None
+            status = JobStatus(failed.status) if failed else JobStatus.FAILED
+            if failed and status == JobStatus.CANCELLED:
+                logger.info("Job %s (%s): cancelled.", job.id, job.task_path)
+            elif failed:
+                logger.log(
+                    logging.WARNING if status == JobStatus.RETRYING else logging.ERROR,
+                    "Job %s (%s) attempt %d failed: %s%s",
+                    job.id,
+                    job.task_path,
+                    job.attempt,
+                    outcome.error["message"],  # type: ignore[index]  # a failure carries its error
+                    f"; retry at {failed.run_after:%H:%M:%S}"
+                    if status == JobStatus.RETRYING
+                    else "",
+                )
+        if not applied:
+            logger.warning("Job %s: lease lost before its outcome was written; discarded.", job.id)
+            metrics.stale_write(job.queue_name, job.task_path)
+            return
+        if task is not None:
+            await self._finished(handle, task, status, outcome)
+        else:
+            metrics.finished(job.queue_name, job.task_path, status, handle.run_seconds())
+            await handle.publish({"kind": "status", "status": status})
+
+    async def record_stop(self, handle: JobHandle, task: Task) -> None:
+        """Write what a stopped job's ``stop_reason`` asks for: nothing when its lease was lost,
+        cancelled when a cancel was requested, else (shutdown) hand it back to another worker."""
+        job = handle.job
+        if handle.completed_in_fence:
+            await self._finished(handle, task, JobStatus.SUCCEEDED)
+        elif handle.stop_reason == StopReason.LEASE_LOST:
+            logger.warning("Job %s: lease lost; its outcome is discarded.", job.id)
+        elif handle.stop_reason == StopReason.CANCEL_REQUESTED:
+            if await self.db.run(protocol.finish_cancelled(handle.lease)):
+                logger.info("Job %s (%s): cancelled.", job.id, job.task_path)
+                await self._finished(handle, task, JobStatus.CANCELLED)
+        elif await self.db.run(protocol.hand_back(handle.lease)):
+            logger.info("Job %s: handed back for another worker (shutdown).", job.id)
+            await asyncio.get_running_loop().run_in_executor(
+                self.redis_calls, self.wakeups.push, [(job.queue_name, str(job.id))]
+            )
+            await handle.publish({"kind": "status", "status": JobStatus.RETRYING})
+
+    async def _fail(self, handle: JobHandle, outcome: Outcome) -> protocol.FailOutcome | None:
+        """Record a failed attempt. Should PostgreSQL refuse the error itself, record that
+        instead, so the job still ends with a reason (not "lease expired" a lease later)."""
+        statement = partial(
+            protocol.fail,
+            handle.lease,
+            retryable=outcome.retryable,
+            backoff_cap_seconds=self.backend_config.backoff_cap_seconds,
+        )
+        error = outcome.error or {}  # a failure carries its error
+        try:
+            return await self.db.run(
+                statement(
+                    exception_class_path=error["exception_class_path"],
+                    message=error["message"],
+                    traceback=error["traceback"],
+                )
+            )
+        except psycopg.Error as exc:
+            logger.error("Job %s: its error could not be stored (%s).", handle.job.id, exc)
+            message = f"{error['message'][:200]} (its full error could not be stored: {exc})"
+            return await self.db.run(
+                statement(
+                    exception_class_path=error["exception_class_path"],
+                    message=escaped_text(message),
+                    traceback="",
+                )
+            )
+
+    async def _finished(
+        self, handle: JobHandle, task: Task, status: JobStatus, outcome: Outcome | None = None
+    ) -> None:
+        job = handle.job
+        metrics.finished(job.queue_name, job.task_path, status, handle.run_seconds())
+        await handle.publish({"kind": "status", "status": status})
+        if status == JobStatus.RETRYING or not self.send_finished:
+            return
+        errors = [outcome.error] if outcome and outcome.error else []
+        result = self.task_result(
+            handle.job,
+            task,
+            status.django_status,
+            errors=errors,
+            return_value=outcome.return_value if outcome else None,
+        )
+        self.task_signals.emit(task_finished, result, cancelled=status == JobStatus.CANCELLED)
+
+    def task_result(
+        self,
+        job: ClaimedJob,
+        task: Task,
+        status: TaskResultStatus,
+        *,
+        errors: list[dict[str, str]] | None = None,
+        return_value: object = None,
+    ) -> TaskResult:
+        """The TaskResult of a job this worker holds, for Django's task signals."""
+        alias = self.backend_alias
+        return build_result(
+            task_variant(task, job.priority, job.queue_name, alias),
+            job_id=str(job.id),
+            status=status,
+            args=job.args,
+            kwargs=job.kwargs,
+            backend=alias,
+            enqueued_at=job.enqueued_at,
+            started_at=job.started_at,
+            last_attempted_at=job.last_attempted_at,
+            errors=[*job.errors, *(errors or [])],
+            worker_ids=job.worker_ids,
+            return_value=return_value,
+        )
