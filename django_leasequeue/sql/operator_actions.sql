@@ -2,12 +2,12 @@
 -- conditional statement, safe while workers run.
 
 -- name: cancel
--- Cancel jobs: queued/retrying end cancelled at once, running ones get cancel_requested.
+-- Cancel jobs: waiting/queued/retrying end cancelled at once, running ones get cancel_requested.
 UPDATE leasequeue_job
 SET status = CASE WHEN status = 'running' THEN status ELSE 'cancelled' END,
     cancel_requested = cancel_requested OR status = 'running',
     finished_at = CASE WHEN status = 'running' THEN finished_at ELSE now() END
-WHERE id = ANY(%(ids)s::uuid[]) AND status IN ('queued', 'retrying', 'running')
+WHERE id = ANY(%(ids)s::uuid[]) AND status IN ('waiting', 'queued', 'retrying', 'running')
 RETURNING id, status;
 
 -- name: retry

@@ -1,0 +1,96 @@
+"""Workflows built and enqueued: one transaction, waiting steps, dependency rows, clear errors
+(no worker involved)."""
+
+import pytest
+from django.db import transaction
+
+from django_leasequeue import (
+    InvalidWorkflow,
+    Workflow,
+    WorkflowStatus,
+    chain,
+    chord,
+    group,
+    step,
+)
+from django_leasequeue.models import Job, StepDependency, WorkflowRun
+from tests.workflow_tasks import add_one, explode, fetch, length, noop, report, total
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _steps(handle) -> dict[str, Job]:
+    return {job.step_name: job for job in Job.objects.filter(workflow_id=handle.id)}
+
+
+def test_a_workflow_is_written_whole_with_its_roots_queued_and_the_rest_waiting():
+    wf = Workflow("import-42")
+    first = wf.add(fetch, args=["https://a"])
+    second = wf.add(length, args=["abc"], after=[first])
+    wf.add(noop, after=[second], run_if="finished", name="cleanup")
+    wf.on_success(report)
+    handle = wf.enqueue()
+    assert handle.status == WorkflowStatus.RUNNING
+    steps = _steps(handle)
+    assert {name: job.status for name, job in steps.items()} == {
+        "fetch": "queued",
+        "length": "waiting",
+        "cleanup": "waiting",
+        "report": "waiting",
+    }
+    assert steps["length"].upstream is None
+    assert steps["cleanup"].run_if == "finished"
+    assert steps["report"].run_if == "on_success"
+    assert (steps["fetch"].has_dependents, steps["cleanup"].has_dependents) == (True, True)
+    # The callback waits for every other step.
+    parents = StepDependency.objects.filter(child_id=steps["report"].id).order_by("position")
+    assert [edge.parent_id for edge in parents] == [
+        steps["fetch"].id,
+        steps["length"].id,
+        steps["cleanup"].id,
+    ]
+    row = WorkflowRun.objects.get(pk=handle.id)
+    assert (row.name, row.steps_total, row.steps_unfinished) == ("import-42", 4, 4)
+
+
+def test_a_rolled_back_transaction_leaves_no_workflow():
+    with pytest.raises(RuntimeError), transaction.atomic():
+        chain(step(fetch, "https://a"), step(length)).enqueue()
+        raise RuntimeError("roll back")
+    assert not WorkflowRun.objects.exists() and not Job.objects.exists()
+    assert not StepDependency.objects.exists()
+
+
+def test_canvas_steps_receive_upstream_results_as_celery_does():
+    chained = _steps(chain(step(fetch, "u"), step(length), step(add_one)).enqueue())
+    assert (chained["length"].upstream, chained["add_one"].upstream) == ("chain", "chain")
+    assert chained["length"].args == []
+    chorded = _steps(chord(group(step(fetch, "a"), step(fetch, "b")), step(total)).enqueue())
+    assert set(chorded) == {"fetch", "fetch_2", "total"}
+    assert chorded["total"].upstream == "chord"
+    assert StepDependency.objects.filter(child_id=chorded["total"].id).count() == 2
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: Workflow().enqueue(), "no steps"),
+        (lambda: Workflow().add(fetch, after=[Workflow().add(noop)]), "another workflow"),
+        (lambda: Workflow().add(fetch, run_if="sometimes"), "run_if must be one of"),
+        (lambda: _two_named("x"), "Two steps are named 'x'"),
+        (lambda: Workflow().add(print), "runs a Task"),
+        (lambda: chain(), "at least one step"),
+        (lambda: chain(step(fetch, "a"), step(explode, "too", "many")).enqueue(), "signature"),
+        (lambda: chain(step(fetch, "\ud800")).enqueue(), "lone surrogate"),
+    ],
+)
+def test_what_cannot_be_a_workflow_is_refused_and_nothing_is_written(build, message):
+    with pytest.raises((InvalidWorkflow, TypeError), match=message):
+        build()
+    assert not WorkflowRun.objects.exists() and not Job.objects.exists()
+
+
+def _two_named(name):
+    wf = Workflow()
+    wf.add(noop, name=name)
+    wf.add(noop, name=name)
