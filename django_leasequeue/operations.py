@@ -94,7 +94,10 @@ _RELEASE_SKIPS: dict[str, Promise] = {
     **_FINISHED,
 }
 _DELETE_SKIPS: dict[str, Promise] = {
-    JobStatus.RUNNING: gettext_lazy("running: cancel it or release its lease first")
+    JobStatus.RUNNING: gettext_lazy("running: cancel it or release its lease first"),
+    JobStatus.WAITING: gettext_lazy("a waiting workflow step: cancel it first"),
+    JobStatus.QUEUED: gettext_lazy("a workflow step not started: cancel it first"),
+    JobStatus.RETRYING: gettext_lazy("a workflow step not finished: cancel it first"),
 }
 _GONE = gettext_lazy("no longer exists")
 

@@ -48,9 +48,10 @@ WHERE id = ANY(%(ids)s::uuid[]) AND status = 'running'
 RETURNING id, status, queue_name, backend;
 
 -- name: delete_jobs
--- Operator: delete jobs no worker holds; a running job must be cancelled or released first.
+-- Operator: delete jobs no worker holds; a running job must be cancelled or released first, an unfinished workflow step cancelled (its downstream steps would wait for it for ever).
 DELETE FROM leasequeue_job
 WHERE id = ANY(%(ids)s::uuid[]) AND status <> 'running'
+  AND (workflow_id IS NULL OR status IN ('succeeded', 'failed', 'cancelled'))
 RETURNING id;
 
 -- name: prune_finished

@@ -5,6 +5,7 @@ workers are woken for them once the transaction commits."""
 
 from datetime import datetime
 from functools import partial
+from typing import TYPE_CHECKING
 
 from django.db import transaction
 
@@ -17,11 +18,13 @@ from django_leasequeue.protocol import NewJob
 from django_leasequeue.results import build_result
 from django_leasequeue.status import JobStatus
 from django_leasequeue.tasks_framework import TaskResultStatus
-from django_leasequeue.workflows.builder import StepDefinition, Workflow
 from django_leasequeue.workflows.handle import WorkflowHandle
 
+if TYPE_CHECKING:
+    from django_leasequeue.workflows.builder import StepDefinition, Workflow
 
-def enqueue_workflow(workflow: Workflow) -> WorkflowHandle:
+
+def enqueue_workflow(workflow: "Workflow") -> WorkflowHandle:
     if not workflow.steps:
         raise InvalidWorkflow("This workflow has no steps: add some before enqueueing it.")
     definitions = [*workflow.steps, *workflow.callbacks]
@@ -105,7 +108,7 @@ def enqueue_workflow(workflow: Workflow) -> WorkflowHandle:
     )
 
 
-def _backend(definitions: list[StepDefinition]) -> LeaseQueueBackend:
+def _backend(definitions: "list[StepDefinition]") -> LeaseQueueBackend:
     aliases = {definition.task.backend for definition in definitions}
     if len(aliases) > 1:
         raise InvalidWorkflow(
@@ -120,7 +123,7 @@ def _backend(definitions: list[StepDefinition]) -> LeaseQueueBackend:
     return backend
 
 
-def _parents(workflow: Workflow) -> list[tuple[int, ...]]:
+def _parents(workflow: "Workflow") -> list[tuple[int, ...]]:
     """Each step's upstream steps, in order; a callback comes after every step."""
     every_step = tuple(range(len(workflow.steps)))
     return [
@@ -131,7 +134,7 @@ def _parents(workflow: Workflow) -> list[tuple[int, ...]]:
 
 def _step_row(
     job: NewJob,
-    definition: StepDefinition,
+    definition: "StepDefinition",
     workflow_id: str,
     now: datetime,
     parents: tuple[int, ...],

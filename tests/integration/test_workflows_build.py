@@ -94,3 +94,64 @@ def _two_named(name):
     wf = Workflow()
     wf.add(noop, name=name)
     wf.add(noop, name=name)
+
+
+def _set_status(job: Job, status: str) -> None:
+    """What a worker's fenced write does to the row's status (the trigger sees the same)."""
+    Job.objects.filter(pk=job.pk).update(status=status)
+
+
+def test_statuses_drive_the_release_the_cascade_the_revival_and_the_workflow_status():
+    from django_leasequeue import operations
+
+    wf = Workflow()
+    root = wf.add(fetch, args=["a"])
+    middle = wf.add(noop, after=[root])
+    wf.add(noop, after=[middle], name="last")
+    wf.add(noop, after=[root], run_if="finished", name="cleanup")
+    handle = wf.enqueue()
+    steps = _steps(handle)
+
+    _set_status(steps["fetch"], "failed")
+    now = _steps(handle)
+    assert (now["noop"].status, now["last"].status) == ("cancelled", "cancelled")
+    assert now["noop"].errors[-1]["message"] == "upstream step fetch failed"
+    assert now["noop"].errors[-1]["exception_class_path"].endswith("UpstreamFailed")
+    assert now["last"].errors[-1]["message"] == "upstream step noop was cancelled"
+    assert now["cleanup"].status == "queued"  # runs whatever fetch did
+    _set_status(now["cleanup"], "succeeded")
+    run = WorkflowRun.objects.get(pk=handle.id)
+    assert (run.status, run.steps_unfinished, run.steps_failed) == ("failed", 0, 3)
+    assert run.finished_at is not None
+
+    operations.retry([steps["fetch"].id], "default")  # the admin's retry
+    now = _steps(handle)
+    assert (now["fetch"].status, now["noop"].status, now["last"].status) == (
+        "queued",
+        "waiting",
+        "waiting",
+    )
+    assert WorkflowRun.objects.get(pk=handle.id).status == "running"
+    _set_status(now["fetch"], "succeeded")
+    assert _steps(handle)["noop"].status == "queued"
+    _set_status(now["noop"], "succeeded")
+    _set_status(now["last"], "succeeded")
+    run = WorkflowRun.objects.get(pk=handle.id)
+    assert (run.status, run.steps_unfinished, run.steps_failed) == ("succeeded", 0, 0)
+
+
+def test_an_unfinished_step_cannot_be_deleted_and_a_cancelled_workflow_ends_cancelled():
+    from django_leasequeue import operations
+
+    handle = chain(step(fetch, "a"), step(length)).enqueue()
+    steps = _steps(handle)
+    report = operations.delete([steps["fetch"].id, steps["length"].id], "default")
+    assert report.changed_count == 0
+    assert report.skipped == {
+        "a workflow step not started: cancel it first": 1,
+        "a waiting workflow step: cancel it first": 1,
+    }
+    assert handle.cancel() == {"cancelled": 2, "cancel_requested": 0}
+    handle.refresh()
+    assert handle.status == WorkflowStatus.CANCELLED
+    assert operations.delete([steps["length"].id], "default").changed_count == 1
