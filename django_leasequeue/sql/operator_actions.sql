@@ -55,12 +55,14 @@ WHERE id = ANY(%(ids)s::uuid[]) AND status <> 'running'
 RETURNING id;
 
 -- name: prune_finished
--- Delete up to %(limit)s jobs that ended (succeeded/failed/cancelled) before the cutoff.
+-- Delete up to %(limit)s jobs that ended (succeeded/failed/cancelled) before the cutoff, except steps of a workflow still running (their outcome decides the steps after them).
 DELETE FROM leasequeue_job
 WHERE id IN (
-    SELECT id FROM leasequeue_job
+    SELECT id FROM leasequeue_job AS job
     WHERE status = ANY(%(statuses)s::text[])
       AND finished_at < now() - make_interval(secs => %(older_than_seconds)s::float8)
+      AND NOT EXISTS (SELECT 1 FROM leasequeue_workflow AS workflow
+                      WHERE workflow.id = job.workflow_id AND workflow.status = 'running')
     LIMIT %(limit)s::integer
     FOR UPDATE SKIP LOCKED
 )
@@ -68,6 +70,8 @@ RETURNING id;
 
 -- name: count_prunable
 -- How many jobs prune_finished would delete (prunejobs' progress in a terminal; the finished index).
-SELECT count(*) AS prunable FROM leasequeue_job
+SELECT count(*) AS prunable FROM leasequeue_job AS job
 WHERE status = ANY(%(statuses)s::text[])
-  AND finished_at < now() - make_interval(secs => %(older_than_seconds)s::float8);
+  AND finished_at < now() - make_interval(secs => %(older_than_seconds)s::float8)
+  AND NOT EXISTS (SELECT 1 FROM leasequeue_workflow AS workflow
+                  WHERE workflow.id = job.workflow_id AND workflow.status = 'running');

@@ -155,3 +155,21 @@ def test_an_unfinished_step_cannot_be_deleted_and_a_cancelled_workflow_ends_canc
     handle.refresh()
     assert handle.status == WorkflowStatus.CANCELLED
     assert operations.delete([steps["length"].id], "default").changed_count == 1
+
+
+def test_prunejobs_keeps_the_finished_steps_of_a_running_workflow():
+    from datetime import timedelta
+    from io import StringIO
+
+    from django.core.management import call_command
+    from django.utils import timezone
+
+    handle = chain(step(fetch, "a"), step(length)).enqueue()
+    steps = _steps(handle)
+    _set_status(steps["fetch"], "succeeded")
+    month_ago = timezone.now() - timedelta(days=30)
+    Job.objects.filter(pk=steps["fetch"].pk).update(finished_at=month_ago)
+    plain = noop.enqueue()
+    Job.objects.filter(pk=plain.id).update(status="succeeded", finished_at=month_ago)
+    call_command("prunejobs", "--days", "7", stdout=StringIO())
+    assert set(Job.objects.values_list("step_name", flat=True)) == {"fetch", "length"}
