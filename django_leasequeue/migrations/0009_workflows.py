@@ -66,7 +66,7 @@ BEGIN
         UPDATE leasequeue_dependency SET outcome = NEW.status WHERE parent_id = NEW.id;
         UPDATE leasequeue_job AS child
         SET status = CASE WHEN ready.runs THEN 'queued' ELSE 'cancelled' END,
-            run_after = now(),
+            run_after = greatest(child.run_after, now()),
             finished_at = CASE WHEN ready.runs THEN NULL ELSE now() END,
             errors = CASE WHEN ready.runs THEN child.errors ELSE child.errors || jsonb_build_array(
                 jsonb_build_object(

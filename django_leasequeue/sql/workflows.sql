@@ -34,7 +34,8 @@ ORDER BY dependency.position;
 SELECT DISTINCT child.id, child.queue_name
 FROM leasequeue_dependency AS dependency
 JOIN leasequeue_job AS child ON child.id = dependency.child_id
-WHERE dependency.parent_id = ANY(%(ids)s::uuid[]) AND child.status = 'queued';
+WHERE dependency.parent_id = ANY(%(ids)s::uuid[]) AND child.status = 'queued'
+  AND child.run_after <= now();
 
 -- name: request_workflow_cancel
 -- Operator: mark a running workflow cancelled (it ends so once its running steps stop); returns it.

@@ -173,3 +173,15 @@ def test_prunejobs_keeps_the_finished_steps_of_a_running_workflow():
     Job.objects.filter(pk=plain.id).update(status="succeeded", finished_at=month_ago)
     call_command("prunejobs", "--days", "7", stdout=StringIO())
     assert set(Job.objects.values_list("step_name", flat=True)) == {"fetch", "length"}
+
+
+def test_a_released_step_keeps_a_later_run_after_of_its_own():
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    later = timezone.now() + timedelta(hours=1)
+    handle = chain(step(fetch, "a"), step(length.using(run_after=later))).enqueue()
+    _set_status(_steps(handle)["fetch"], "succeeded")
+    released = _steps(handle)["length"]
+    assert (released.status, released.run_after) == ("queued", later)
