@@ -9,9 +9,11 @@ string, a key or a text column) is storable when it holds no NUL character (Post
 and jsonb cannot) and no surrogate code point (lone surrogates are not Unicode: PostgreSQL
 refuses them, and a pair of them would come back as one other character).
 
-``encode`` is the fast path: CPython's C encoder, then a scan of its ASCII output for the few
-escapes that may hide a problem; only then is the value walked (``problem_in``) to name the
-problem and where it is, e.g. "lone surrogate U+DC80 at [0], character 4".
+``encode`` is the fast path: CPython's C encoder, its output encoded to UTF-8 (which refuses a
+surrogate), then a scan for the few patterns that may hide a problem (a NUL escape, a float's
+exponent, many brackets, a key written from a number); only then is the value walked
+(``problem_in``) to name the problem and where it is, e.g. "lone surrogate U+DC80 at [0],
+character 4". ``dumps`` (ASCII, no checks) is for what the package itself builds.
 """
 
 import json
