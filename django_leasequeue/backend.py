@@ -13,9 +13,9 @@ from django.db import DEFAULT_DB_ALIAS, transaction
 from django.utils import timezone
 
 from django_leasequeue import jsonargs, operations, protocol
-from django_leasequeue.calls import check_arguments, check_importable
 from django_leasequeue.checks import check_backend, check_job_database, check_schedules
 from django_leasequeue.conf import BackendConfig
+from django_leasequeue.enqueue_checks import check_arguments, check_importable
 from django_leasequeue.exceptions import InvalidTaskArguments
 from django_leasequeue.flow import backpressure
 from django_leasequeue.flow.limits import JobLimits, LimitError, TaskLimits

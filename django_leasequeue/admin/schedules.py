@@ -26,8 +26,8 @@ from django_leasequeue.admin import display as show
 from django_leasequeue.backend import job_database, lease_queue_backend
 from django_leasequeue.models import Job, Schedule
 from django_leasequeue.schedules.declaration import declaration_of
+from django_leasequeue.schedules.discovery import scheduled_tasks
 from django_leasequeue.schedules.firing import ScheduleChanged, run_now
-from django_leasequeue.schedules.registry import scheduled_tasks
 from django_leasequeue.schedules.timing import InvalidSchedule, timing_of
 
 
