@@ -10,11 +10,7 @@ from pathlib import Path
 
 import redis
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from devtools.services import free_port
 
 
 class RedisServer:

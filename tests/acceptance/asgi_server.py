@@ -6,8 +6,8 @@ import sys
 import urllib.request
 from pathlib import Path
 
+from devtools.services import free_port
 from tests.acceptance.harness import ROOT, test_database_url, wait_until
-from tests.servers import free_port
 
 
 class Daphne:

@@ -22,11 +22,11 @@ import psycopg
 import pytest
 from playwright.sync_api import sync_playwright
 
+from devtools.services import free_port
 from tests import docs_snippets
 from tests.acceptance import harness
 from tests.acceptance.browser import launch_chromium
 from tests.acceptance.harness import wait_until
-from tests.servers import free_port
 from tests.settings import REDIS_URL
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
