@@ -17,11 +17,13 @@ from django.contrib.sessions.backends.db import SessionStore
 
 from django_leasequeue.progress.access import TOKEN_HEADER, job_token
 from tests.acceptance.asgi_server import Daphne
-from tests.acceptance.harness import THROUGH_PGBOUNCER, django_shell, wait_until
-from tests.acceptance.test_crashes import (
+from tests.acceptance.harness import (
+    THROUGH_PGBOUNCER,
     assert_every_job_committed_exactly_once,
+    django_shell,
     enqueue_work,
     unfinished,
+    wait_until,
 )
 from tests.models import Receipt
 
