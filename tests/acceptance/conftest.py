@@ -10,6 +10,10 @@ from tests.acceptance.browser import launch_chromium
 from tests.acceptance.harness import Workers
 from tests.servers import PgBouncerServer
 
+# How long a test's workers get to stop gracefully at teardown before they are killed. A worker
+# with a long job in flight waits its grace (30 s) for it; the test is over, so nothing is lost.
+_TEARDOWN_STOP_SECONDS = 5
+
 
 @pytest.fixture
 def start_workers(tmp_path, request):
@@ -23,7 +27,7 @@ def start_workers(tmp_path, request):
 
     yield start
     for workers in started:
-        workers.stop()
+        workers.stop(timeout=_TEARDOWN_STOP_SECONDS)
     if request.node.rep_call.failed if hasattr(request.node, "rep_call") else False:
         for workers in started:
             print(f"--- {workers.log_path} ---\n{workers.log()[-5000:]}")

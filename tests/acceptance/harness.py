@@ -17,6 +17,7 @@ from django.db import connection
 
 from django_leasequeue.models import Job
 from tests.models import Execution, Receipt
+from tests.processes import popen_options
 from tests.tasks import recorded_work
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,7 +42,8 @@ def test_database_url() -> str:
 
 
 class Workers:
-    """``manage.py runworkers`` in its own process group, logging to a file."""
+    """``manage.py runworkers`` in its own process group, logging to a file; it and its worker
+    processes die with the test process (``tests/processes.py``)."""
 
     def __init__(
         self,
@@ -68,10 +70,9 @@ class Workers:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "django", "runworkers", "-v", "1", *args],
             cwd=ROOT,
-            env=env,
             stdout=self._log,
             stderr=subprocess.STDOUT,
-            start_new_session=True,
+            **popen_options(env),
         )
 
     def children(self) -> list[int]:

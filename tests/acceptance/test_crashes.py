@@ -27,7 +27,11 @@ from tests.models import Execution, Receipt
 from tests.servers import RedisServer
 from tests.tasks import async_sleep, kill_my_process, recorded_work
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.crash]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.crash,
+    pytest.mark.django_independent,
+]
 
 
 def test_kill_9_one_worker_process_repeatedly(start_workers):

@@ -25,7 +25,8 @@ from devtools.services import free_port
 from tests import docs_snippets
 from tests.acceptance import harness
 from tests.acceptance.harness import wait_until
-from tests.settings import REDIS_URL
+from tests.processes import popen_options
+from tests.settings import KEY_PREFIX, REDIS_URL
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -39,7 +40,7 @@ INSTALLED_APPS += ["myapp"]
 DATABASES["default"].update({database!r})
 CACHES["default"]["LOCATION"] = {redis_url!r}
 CHANNEL_LAYERS["default"]["CONFIG"]["hosts"] = [{redis_url!r}]
-TASKS["default"]["OPTIONS"]["key_prefix"] = "lqdocs"
+TASKS["default"]["OPTIONS"]["key_prefix"] = {key_prefix!r}
 """
 
 GLUE_TASKS = """
@@ -119,7 +120,9 @@ def _build_project(root: Path, database: dict[str, str]) -> Path:
         settings.read_text()
         + "\n\n"
         + pasted["settings.py"]
-        + GLUE_SETTINGS.format(database=database, redis_url=REDIS_URL)
+        + GLUE_SETTINGS.format(
+            database=database, redis_url=REDIS_URL, key_prefix=f"{KEY_PREFIX}-docs"
+        )
     )
     (root / "mysite" / "asgi.py").write_text(pasted["asgi.py"])
     urls = root / "mysite" / "urls.py"
@@ -156,10 +159,9 @@ def _start(root: Path, command: list[str], log: Path) -> subprocess.Popen:
         return subprocess.Popen(
             command,
             cwd=root,
-            env=_env(),
             stdout=out,
             stderr=subprocess.STDOUT,
-            start_new_session=True,
+            **popen_options(_env()),
         )
 
 

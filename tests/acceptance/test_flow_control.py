@@ -18,7 +18,11 @@ from tests.acceptance import harness
 from tests.acceptance.harness import wait_until
 from tests.servers import RedisServer
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.crash]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.crash,
+    pytest.mark.django_independent,
+]
 
 
 @pytest.fixture(autouse=True)

@@ -21,6 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from django_leasequeue.models import Job, Worker
 from tests.acceptance import harness
 from tests.acceptance.harness import ROOT, wait_until
+from tests.processes import popen_options
 from tests.tasks import add, async_sleep, flaky
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.crash]
@@ -164,10 +165,9 @@ def test_status_watch_refreshes_in_place_in_a_terminal(start_workers):
     process = subprocess.Popen(
         [sys.executable, "-m", "django", "leasequeue", "status", "--watch", "--interval", "0.5"],
         cwd=ROOT,
-        env=_env(),
         stdout=follower,
         stderr=follower,
-        start_new_session=True,
+        **popen_options(_env()),
     )
     os.close(follower)
     screen = b""

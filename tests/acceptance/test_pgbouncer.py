@@ -103,6 +103,7 @@ def test_enqueue_workers_admin_and_live_progress_through_pgbouncer(
     print(f"through PgBouncer (transaction pooling): {counts}; {logins} client logins")
 
 
+@pytest.mark.django_independent
 def test_kill_9_one_worker_process_repeatedly_through_pgbouncer(pgbouncer, start_workers):
     server, through = pgbouncer
     ids = enqueue_work(240, 200, 600)

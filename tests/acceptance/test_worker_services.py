@@ -51,6 +51,7 @@ def renewals_rejected():
     fault.accept()
 
 
+@pytest.mark.django_independent
 def test_a_worker_whose_heartbeat_dies_exits_and_a_new_one_finishes_the_job(
     start_workers, renewals_rejected
 ):
