@@ -102,7 +102,7 @@ def test_bar_falls_back_to_polling_when_websockets_are_unavailable(
 
 def test_bar_reconnects_after_the_server_restarts(open_page, daphne, start_workers):
     start_workers("--concurrency", "2", options={"progress_interval_seconds": 0.1})
-    steps = 20
+    steps = 40  # 12 s: the bar still has moves to show once daphne is back on a loaded machine
     job_id = stepped.enqueue(steps, 0.3).id
     page = open_page()
     sockets = []
