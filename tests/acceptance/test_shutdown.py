@@ -66,7 +66,8 @@ def test_a_stop_while_postgresql_does_not_answer_ends_within_the_grace(
     proxy, behind_proxy = partitionable_database
     grace = 2.0
     short = [async_sleep.enqueue(1.0).id for _ in range(3)]
-    long = [async_sleep.enqueue(30.0).id for _ in range(3)]
+    # Long enough to be running still when the stop gives up (grace + 2 * STOP_SECONDS).
+    long = [async_sleep.enqueue(12.0).id for _ in range(3)]
     workers = start_workers(
         "--concurrency",
         "10",
