@@ -40,38 +40,82 @@ if sys.version_info < NEEDED:  # started by whatever python3 the machine has
         )
     os.execv(_python, [_python, os.path.abspath(__file__), *sys.argv[1:]])
 
-from devtools import browser, demo, pgbouncer, services, venv  # noqa: E402 (after the check)
+from devtools import browser, children, demo, pgbouncer, services, venv  # noqa: E402
+from devtools.phases import Phases  # noqa: E402 (both after the version check)
 
 # The Django series the suite runs on: None is the newest release (``.venv``), then the LTS.
 DJANGO_SERIES = {"newest": None, "5.2": "5.2"}
+# The marker of the tests whose outcome does not depend on Django's version (the slow fault
+# tests; see the README): they run on the first series of the run only.
+ONE_SERIES = "django_independent"
+# Test files run in parallel (pytest-xdist): the slow tests mostly wait on workers, PostgreSQL
+# and clocks, so more processes than cores pay off; far more would make crash tests that time
+# their recovery flaky on a 2-core machine. Each process has its own test database and Redis
+# key prefix (tests/settings.py).
+PARALLEL = ["--numprocesses", "3", "--dist", "worksteal"]
 
 
 def run_tests(pytest_args: list[str], series: list[str]) -> int:
-    """Lint and docs once, then the migration check and the whole suite on each Django series;
-    fails when any of them fails."""
-    python = venv.ensure("test")
-    steps = [
-        [python, "-m", "ruff", "check", "."],
-        [python, "-m", "ruff", "format", "--check", "."],
+    """Lint, docs and the migration check, then the whole suite on each Django series; fails
+    when any of them fails. Prints each phase's time at the end."""
+    children.pass_on_interrupts()
+    phases = Phases()
+    try:
+        code = _run_phases(phases, pytest_args, series)
+    finally:
+        print(phases.report(), flush=True)
+    signum = children.interrupted_by()
+    return 128 + signum if signum else code
+
+
+def _static_checks(python) -> list[tuple[str, list[list]]]:
+    """The phases before the suite, in order; the first that fails ends the run."""
+    return [
+        (
+            "lint",
+            [
+                [python, "-m", "ruff", "check", "."],
+                [python, "-m", "ruff", "format", "--check", "."],
+            ],
+        ),
         # The documentation site, warnings (e.g. a broken link) as errors. Not --quiet: it
         # silences the warning count that --strict relies on, so nothing would fail.
-        [python, "-m", "mkdocs", "build", "--strict"],
+        ("docs", [[python, "-m", "mkdocs", "build", "--strict"]]),
+        # The type check goes here, as a phase of its own.
     ]
+
+
+def _run_phases(phases: Phases, pytest_args: list[str], series: list[str]) -> int:
+    with phases.phase("environments (venvs, Chromium, PgBouncer)"):
+        python = venv.ensure("test")
+        pythons = {name: venv.ensure("test", DJANGO_SERIES[name]) for name in series}
+        chromium = browser.ensure_chromium(python)
+        # The PgBouncer tests skip (saying why) when there is no way to get one.
+        bouncer = {pgbouncer.ENV_VAR: found} if (found := pgbouncer.ensure_pgbouncer()) else {}
     quiet = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}  # a banner, not a build problem
-    for step in steps:
-        if subprocess.run(step, cwd=venv.ROOT, env=quiet).returncode:
+    for name, commands in _static_checks(python):
+        with phases.phase(name) as phase:
+            phase.ok = all(
+                children.run(command, cwd=venv.ROOT, env=quiet) == 0 for command in commands
+            )
+        if not phase.ok:
             return 1
-    pythons = {name: venv.ensure("test", DJANGO_SERIES[name]) for name in series}
-    chromium = browser.ensure_chromium(python)
-    # The PgBouncer tests skip (saying why) when there is no way to get one.
-    bouncer = {pgbouncer.ENV_VAR: found} if (found := pgbouncer.ensure_pgbouncer()) else {}
     failed = []
     with services.services() as env:
         env = {**os.environ, **env, browser.ENV_VAR: chromium, **bouncer}
-        for name, series_python in pythons.items():
-            print(f"=== Django {name} ({_django_version(series_python)}) ===", flush=True)
-            if _suite(series_python, pytest_args, env):
+        for index, (name, series_python) in enumerate(pythons.items()):
+            label = f"Django {name} ({_django_version(series_python)})"
+            with phases.phase(f"migration check, {label}") as phase:
+                phase.ok = _migrations_match(series_python, env)
+            if phase.ok:
+                selection = [] if index == 0 else ["-m", f"not {ONE_SERIES}"]
+                command = [series_python, "-m", "pytest", *PARALLEL, *selection, *pytest_args]
+                with phases.phase(f"tests, {label}") as phase:
+                    phase.ok = children.run(command, cwd=venv.ROOT, env=env) == 0
+            if not phase.ok:
                 failed.append(name)
+            if children.interrupted_by():
+                break
     if failed:
         print(f"The suite failed on Django {', '.join(failed)}.", file=sys.stderr)
     return 1 if failed else 0
@@ -82,23 +126,13 @@ def _django_version(python) -> str:
     return subprocess.run([python, "-c", script], capture_output=True, text=True).stdout.strip()
 
 
-def _suite(python, pytest_args: list[str], env: dict[str, str]) -> int:
-    migrations = [
-        python,
-        "-m",
-        "django",
-        "makemigrations",
-        "--check",
-        "--dry-run",
-        "--settings",
-        "tests.settings",
-        "--pythonpath",
-        ".",
-    ]
-    if subprocess.run(migrations, cwd=venv.ROOT, env=env).returncode:
+def _migrations_match(python, env: dict[str, str]) -> bool:
+    check = [python, "-m", "django", "makemigrations", "--check", "--dry-run"]
+    check += ["--settings", "tests.settings", "--pythonpath", "."]
+    if children.run(check, cwd=venv.ROOT, env=env):
         print("Models and migrations disagree: run makemigrations.", file=sys.stderr)
-        return 1
-    return subprocess.run([python, "-m", "pytest", *pytest_args], cwd=venv.ROOT, env=env).returncode
+        return False
+    return True
 
 
 def main() -> int:
