@@ -24,7 +24,7 @@ class Phases:
     def phase(self, name: str) -> Iterator[Phase]:
         """Time the ``with`` block as phase ``name``; set ``ok`` on what it yields to False when
         the phase failed (raising does too)."""
-        print(f"=== {name} ===", flush=True)
+        print(f"=== {name} ===\n", end="", flush=True)  # one write: phases may run at once
         record = Phase(name)
         self.done.append(record)
         started = time.monotonic()

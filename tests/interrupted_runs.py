@@ -18,7 +18,7 @@ import psycopg
 import pytest
 from django.conf import settings
 
-_LEFT = "that an earlier, interrupted run left behind"
+_LEFT = "that an earlier run left behind"
 
 
 def pytest_configure(config: pytest.Config) -> None:

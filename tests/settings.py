@@ -6,11 +6,14 @@ from urllib.parse import urlsplit
 
 _db = urlsplit(os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test"))
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
-# pytest-xdist runs the suite in several processes at once (``dev.py test``). Each has a test
-# database of its own (pytest-django adds the worker's id to its name) and keeps its Redis keys
-# under a prefix of its own, in the one Redis database of REDIS_URL. The processes a test starts
-# (runworkers, daphne) inherit PYTEST_XDIST_WORKER, so they share their test's prefix.
-KEY_PREFIX = "lqtest" + os.environ.get("PYTEST_XDIST_WORKER", "")
+# pytest-xdist runs the suite in several processes at once, and ``dev.py test`` runs the Django
+# series side by side. Each process has test databases of its own (pytest-django adds the
+# worker's id to their names; dev.py gives each series its own DATABASE_URL) and keeps its
+# Redis keys under a prefix of its own, in the one Redis database of REDIS_URL. The processes a
+# test starts (runworkers, daphne) inherit this environment, so they share their test's prefix.
+KEY_PREFIX = os.environ.get("LEASEQUEUE_TEST_KEY_PREFIX", "lqtest") + os.environ.get(
+    "PYTEST_XDIST_WORKER", ""
+)
 
 SECRET_KEY = "tests-only-not-secret"
 # startproject's default is True: the tests of runworkers' logging start workers with it on.

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 from django.db import connection
 
 from tests.acceptance import harness
@@ -86,11 +87,11 @@ class InnerRun:
         database_url = harness.test_database_url().rsplit("/", 1)[0] + f"/{self.base}"
         env = _env(
             DATABASE_URL=database_url,
-            # Its own Redis keys: the outer test's worker id, and more.
-            PYTEST_XDIST_WORKER=f"{os.environ.get('PYTEST_XDIST_WORKER', '')}inner",
+            LEASEQUEUE_TEST_KEY_PREFIX=f"{settings.KEY_PREFIX}-inner",
             LEASEQUEUE_SAMPLE_READY=str(self.ready),
             LEASEQUEUE_SAMPLE_WAIT=str(wait_seconds),
         )
+        env.pop("PYTEST_XDIST_WORKER", None)  # not one of the outer run's workers
         sample = "tests/acceptance/interrupted_run_sample.py"
         self.output = directory / "pytest.log"
         with open(self.output, "ab") as out:
@@ -161,7 +162,7 @@ def test_sigterm_ends_a_run_with_its_teardown_and_a_run_cleans_up_after_a_killed
     assert run.process.wait(120) == pytest.ExitCode.OK, run.log()
     assert straggler.wait(10) == -signal.SIGKILL
     log = run.log()
-    left = "that an earlier, interrupted run left behind"
+    left = "that an earlier run left behind"
     assert f"Stopped 1 process(es) {left} (pids {straggler.pid})" in log
     assert f"Dropped 1 test database(s) {left}: ['{ready['database']}']" in log
     assert ready["database"] not in _databases()
