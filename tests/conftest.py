@@ -5,7 +5,7 @@ from django_redis import get_redis_connection
 
 from django_leasequeue.tasks_framework import task_backends
 
-pytest_plugins = ["tests.interrupted_runs"]
+pytest_plugins = ["tests.leftovers"]
 
 
 @pytest.fixture

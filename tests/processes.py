@@ -13,7 +13,7 @@ next run's jobs. So each process a test starts asks Linux for a parent-death sig
   supervisor starts them and the product knows nothing of this.
 
 Elsewhere than on Linux, nothing is set: there, an interrupted run may leave processes behind,
-and the next run stops them (``tests/interrupted_runs.py``).
+and the next run stops them (``tests/leftovers.py``).
 """
 
 import ctypes

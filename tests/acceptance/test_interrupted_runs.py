@@ -1,5 +1,5 @@
 """An interrupted test run does not break the next one (tests/processes.py,
-tests/interrupted_runs.py): the processes a test starts die with it, SIGTERM ends a run with
+tests/leftovers.py): the processes a test starts die with it, SIGTERM ends a run with
 its teardown, and a run cleans up what a killed one left behind, saying so."""
 
 import contextlib
