@@ -96,6 +96,12 @@ ASGI_APPLICATION = "tests.asgi.application"
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [REDIS_URL], "prefix": f"{KEY_PREFIX}-asgi"},
+        "CONFIG": {
+            # redis-py 8 reads with a 5 s socket timeout by default, which races the channel
+            # layer's 5 s blocking pop: an idle consumer then dies of a TimeoutError
+            # (django/channels_redis#422). A longer one still notices a dead Redis.
+            "hosts": [{"address": REDIS_URL, "socket_timeout": 10}],
+            "prefix": f"{KEY_PREFIX}-asgi",
+        },
     }
 }
