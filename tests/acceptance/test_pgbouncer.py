@@ -68,7 +68,15 @@ def test_enqueue_workers_admin_and_live_progress_through_pgbouncer(
     ).start()
     try:
         start_workers(
-            "--processes", "2", "--concurrency", "10", database_url=through, env=THROUGH_PGBOUNCER
+            "--processes",
+            "2",
+            "--concurrency",
+            "10",
+            database_url=through,
+            env=THROUGH_PGBOUNCER,
+            # Nothing is killed here: a lease that outlasts a loaded machine's stalls, so that no
+            # worker stops its job for want of a renewal (harness.FAST_OPTIONS is 1.5 s).
+            options={"lease_seconds": 10, "heartbeat_seconds": 1},
         )
         # Live progress as the bar polls it: daphne reads the job through PgBouncer.
         status_url = f"{daphne.url}/leasequeue/jobs/{ids['stepped']}/status/"
