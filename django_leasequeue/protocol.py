@@ -703,6 +703,16 @@ def _first_id(rows: list[Row]) -> UUID | None:
     return rows[0]["id"] if rows else None
 
 
+def limit_lock_wait(*, milliseconds: int) -> Statement[list[Row]]:
+    """Only inside a transaction: the limit ends with it (``SET LOCAL``)."""
+    return _statement("limit_lock_wait", _rows, milliseconds=milliseconds)
+
+
+def wait_for_flow_locks(keys: Iterable[str]) -> Statement[list[Row]]:
+    """Only inside a transaction: waits for, then holds until it ends, each limit's lock."""
+    return _statement("wait_for_flow_locks", _rows, keys=sorted(keys))
+
+
 def lock_pending_keys(keys: Iterable[str]) -> Statement[list[Row]]:
     """Only inside a transaction: waits for, then holds until it ends, each key's enqueue lock."""
     return _statement("lock_pending_keys", _rows, keys=sorted(keys))

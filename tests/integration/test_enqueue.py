@@ -15,11 +15,12 @@ from django_leasequeue.models import Job
 from django_leasequeue.tasks_framework import InvalidTask
 from tests.helpers import try_claim, try_claim_batch
 from tests.servers import RedisServer
+from tests.settings import KEY_PREFIX
 from tests.tasks import add, report
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-WAKEUPS = "lqtest:wakeups:default"
+WAKEUPS = f"{KEY_PREFIX}:wakeups:default"
 
 
 def test_rollback_leaves_no_job_and_no_signal(backend, redis_client):
