@@ -19,7 +19,12 @@ from tests.acceptance.harness import wait_until
 from tests.models import Execution, StepRun
 from tests.workflow_tasks import finale, gathered, timed
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.crash]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.crash,
+    # What they prove is the trigger's and the workers', not Django's: one series is enough.
+    pytest.mark.django_independent,
+]
 
 
 def _fan_in(members: int, low_ms: int, high_ms: int, *, with_finale: bool = False):
