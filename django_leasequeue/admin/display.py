@@ -23,6 +23,7 @@ PREVIEW_BYTES = 10_000
 
 # A symbol per status, so the status reads without colour (and in a screen reader, as text).
 _STATUS_SYMBOLS = {
+    JobStatus.WAITING: "◌",
     JobStatus.QUEUED: "◷",
     JobStatus.RUNNING: "▶",
     JobStatus.RETRYING: "↻",
