@@ -148,13 +148,18 @@ class ProgressConsumer(AsyncJsonWebsocketConsumer):
         self.finished = True
         await self.send_json({**state, "kind": "final"})
         await self.close()
+        await self.stop_background_tasks()
 
-    async def disconnect(self, code: int) -> None:
+    async def stop_background_tasks(self) -> None:
+        """Cancel the checks still running (but the one calling, when a check ended it)."""
         for task in self.background_tasks():
             if task is not None and task is not asyncio.current_task():
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+
+    async def disconnect(self, code: int) -> None:
+        await self.stop_background_tasks()
         if self.group is not None:
             await self.channel_layer.group_discard(self.group, self.channel_name)
         if self.watching:
