@@ -99,7 +99,9 @@ def _step_row(job: Job, upstream: list[GraphStep], admin_site: str) -> dict[str,
     return {
         "url": reverse(f"{admin_site}:leasequeue_job_change", args=[job.pk]),
         "name": job.step_name,
-        "task": job.task_path,
+        # The function's name; the whole path in the cell's tooltip.
+        "task": job.task_path.rpartition(".")[2],
+        "task_path": job.task_path,
         "badge": show.status_badge(job.status, job.cancel_requested),
         "run_if": RunIf(job.run_if).label if job.run_if else "",
         "upstream": ", ".join(step.name for step in upstream),

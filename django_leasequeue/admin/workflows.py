@@ -178,7 +178,7 @@ class WorkflowRunAdmin(admin.ModelAdmin):
 
     # The workflow's page
 
-    @admin.display(description=gettext_lazy("steps"))
+    @admin.display(description=gettext_lazy("counts"))
     def steps_summary(self, workflow: WorkflowRun) -> str:
         finished = workflow.steps_total - workflow.steps_unfinished
         running = _running(workflow)

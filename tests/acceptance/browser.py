@@ -6,6 +6,7 @@ Chromium, then to Playwright's own browser.
 
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Error, Playwright
@@ -26,3 +27,16 @@ def launch_chromium(playwright: Playwright) -> Browser:
         return playwright.chromium.launch(executable_path=executable, args=_ARGS)
     except Error as exc:
         pytest.fail(f"No Chromium to launch ({exc}); run the tests with `python3 dev.py test`.")
+
+
+# Set to 1 to write the screenshots a browser test takes into docs/screenshots/ (the docs' own);
+# otherwise they go to the test's temporary directory, leaving the committed images alone.
+UPDATE_SCREENSHOTS = "LEASEQUEUE_UPDATE_SCREENSHOTS"
+DOCS_SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+
+
+def screenshot_path(name: str, tmp_path: Path) -> Path:
+    """Where a test saves the screenshot ``name`` (see ``UPDATE_SCREENSHOTS``)."""
+    folder = DOCS_SCREENSHOTS if os.environ.get(UPDATE_SCREENSHOTS) == "1" else tmp_path
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / name
