@@ -74,6 +74,8 @@ class ProgressConsumer(AsyncJsonWebsocketConsumer):
     expiry: asyncio.Task | None = None
     finished: bool = False
     watching: bool = False
+    # The last state sent from the database (the snapshot, then the workflow's reads).
+    last_sent: State | None = None
 
     def __init__(self, *args: Any, recheck_seconds: float = 5.0, **kwargs: Any) -> None:
         """``recheck_seconds``: how often the database is checked for an end without a live
@@ -107,6 +109,7 @@ class ProgressConsumer(AsyncJsonWebsocketConsumer):
         await self.accept()
         if token is not None:
             self.expiry = asyncio.create_task(self.close_when_expired(token))
+        self.last_sent = state
         await self.send_json({"kind": "snapshot", **state})
         if state["final"]:
             await self.finish(state)
@@ -238,7 +241,9 @@ class WorkflowProgressConsumer(ProgressConsumer):
             await self.checked(state)
 
     async def checked(self, state: State) -> None:
-        if not self.finished:
+        """Send a state read from the database, unless the page has it already."""
+        if not self.finished and state != self.last_sent:
+            self.last_sent = state
             await self.send_json({**state, "kind": "state"})
 
     def background_tasks(self) -> list[asyncio.Task | None]:
