@@ -20,7 +20,10 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
 from django_leasequeue import protocol
-from django_leasequeue.progress.events import publish_statuses_on_commit
+from django_leasequeue.progress.events import (
+    publish_statuses_on_commit,
+    publish_workflow_on_commit,
+)
 from django_leasequeue.status import CancelOutcome, JobStatus
 from django_leasequeue.wakeups import wakeups_of_backend
 
@@ -251,6 +254,7 @@ def cancel_workflow(workflow_id: UUID | str, using: str) -> dict[str, int]:
     with transaction.atomic(using=using):
         protocol.execute(protocol.request_workflow_cancel(workflow_id), using)
         rows = protocol.execute(protocol.cancel_workflow_steps(workflow_id), using)
+    publish_workflow_on_commit(workflow_id, using)
     publish_statuses_on_commit(
         {row["id"]: row["status"] for row in rows if row["status"] == JobStatus.CANCELLED}, using
     )
@@ -268,4 +272,5 @@ def retry_failed_steps(workflow_id: UUID | str, using: str) -> ActionReport:
         failed = Job.objects.using(using).filter(
             workflow_id=UUID(str(workflow_id)), status=JobStatus.FAILED
         )
+        publish_workflow_on_commit(workflow_id, using)
         return retry(list(failed.values_list("id", flat=True)), using)

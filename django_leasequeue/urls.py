@@ -9,5 +9,6 @@ app_name = "leasequeue"
 
 urlpatterns = [
     path("jobs/<uuid:job_id>/status/", views.job_status, name="job-status"),
+    path("workflows/<uuid:workflow_id>/status/", views.workflow_status, name="workflow-status"),
     path("metrics/", metrics_views.metrics, name="metrics"),
 ]

@@ -16,13 +16,15 @@ from django.utils.translation import gettext as _
 
 from django_leasequeue.progress.state import percent
 from django_leasequeue.status import JobStatus
+from django_leasequeue.workflows.choices import WorkflowStatus
 
 EMPTY = "—"
 # Bytes of a stored JSON value the detail page shows before offering it as a download.
 PREVIEW_BYTES = 10_000
 
 # A symbol per status, so the status reads without colour (and in a screen reader, as text).
-_STATUS_SYMBOLS = {
+STATUS_SYMBOLS = {
+    JobStatus.WAITING: "◌",
     JobStatus.QUEUED: "◷",
     JobStatus.RUNNING: "▶",
     JobStatus.RETRYING: "↻",
@@ -80,10 +82,24 @@ def status_badge(status: str, cancel_requested: bool = False) -> SafeString:
     badge = format_html(
         '<span class="lq-status lq-status-{}"><span aria-hidden="true">{}</span> {}</span>',
         status,
-        _STATUS_SYMBOLS[JobStatus(status)],
+        STATUS_SYMBOLS[JobStatus(status)],
         label,
     )
     if cancel_requested and status == JobStatus.RUNNING:
+        return format_html('{} <span class="lq-note">{}</span>', badge, _("cancel requested"))
+    return badge
+
+
+def workflow_badge(status: str, cancel_requested: bool = False) -> SafeString:
+    """A workflow's status, drawn as a job's of the same name is."""
+    workflow_status = WorkflowStatus(status)
+    badge = format_html(
+        '<span class="lq-status lq-status-{}"><span aria-hidden="true">{}</span> {}</span>',
+        status,
+        STATUS_SYMBOLS[JobStatus(status)],
+        workflow_status.label,
+    )
+    if cancel_requested and workflow_status == WorkflowStatus.RUNNING:
         return format_html('{} <span class="lq-note">{}</span>', badge, _("cancel requested"))
     return badge
 

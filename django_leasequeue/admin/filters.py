@@ -1,6 +1,7 @@
 """List filters of the job admin; none of them scans the table to build its choices."""
 
 from datetime import timedelta
+from uuid import UUID
 
 from django.contrib import admin
 from django.db.models import QuerySet
@@ -82,3 +83,23 @@ class RecentFailureFilter(admin.SimpleListFilter):
         if window is None:
             return queryset
         return queryset.filter(status=JobStatus.FAILED, finished_at__gte=timezone.now() - window)
+
+
+class WorkflowFilter(admin.SimpleListFilter):
+    """A workflow's steps (``?workflow=<id>``, the link on a workflow's page); offered only
+    once chosen, as listing every workflow here would not scale."""
+
+    title = _("workflow")
+    parameter_name = "workflow"
+
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple]:
+        value = self.value()
+        return [(value, _("this workflow's steps"))] if value else []
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        if not self.value():
+            return queryset
+        try:
+            return queryset.filter(workflow_id=UUID(self.value()))
+        except ValueError:
+            return queryset.none()

@@ -29,6 +29,7 @@ from django.utils.translation import gettext_lazy as _
 
 from django_leasequeue import protocol
 from django_leasequeue.admin import display as show
+from django_leasequeue.admin import steps
 from django_leasequeue.admin.actions import (
     ACTIONS,
     bulk_action,
@@ -40,6 +41,7 @@ from django_leasequeue.admin.filters import (
     QueueFilter,
     RecentFailureFilter,
     TaskFilter,
+    WorkflowFilter,
 )
 from django_leasequeue.admin.pagination import EstimatedCountPaginator
 from django_leasequeue.admin.workers import worker_link
@@ -49,6 +51,7 @@ from django_leasequeue.models import Job
 from django_leasequeue.progress.widget import TEMPLATE as PROGRESS_TEMPLATE
 from django_leasequeue.progress.widget import progress_bar_context
 from django_leasequeue.status import JobStatus
+from django_leasequeue.workflows.choices import RunIf
 
 # The job's JSON columns that may be large: previews on the detail page, whole as downloads.
 PAYLOAD_FIELDS = ("args", "kwargs", "result", "checkpoint")
@@ -75,7 +78,14 @@ class JobAdmin(admin.ModelAdmin):
         "finished",
         "run_time",
     ]
-    list_filter = ["status", QueueFilter, TaskFilter, LeaseFilter, RecentFailureFilter]
+    list_filter = [
+        "status",
+        QueueFilter,
+        TaskFilter,
+        LeaseFilter,
+        RecentFailureFilter,
+        WorkflowFilter,
+    ]
     search_help_text = _(
         "A job id, a unique key or a worker id (exact), or part of a task path (slower)."
     )
@@ -117,6 +127,10 @@ class JobAdmin(admin.ModelAdmin):
         "result_json",
         "checkpoint_json",
         "error_history",
+        "workflow_display",
+        "step_display",
+        "upstream_steps",
+        "downstream_steps",
     ]
     fieldsets = [
         (
@@ -206,6 +220,13 @@ class JobAdmin(admin.ModelAdmin):
             actions = super().get_actions(request, action_location=action_location)
         actions.pop("delete_selected", None)  # ours goes through the protocol
         return actions
+
+    def get_fieldsets(self, request: HttpRequest, obj: Job | None = None) -> list:
+        fieldsets = list(super().get_fieldsets(request, obj))
+        if obj is not None and obj.workflow_id is not None:  # second on a workflow step's page
+            fields = ("workflow_display", "step_display", "upstream_steps", "downstream_steps")
+            fieldsets.insert(1, (_("Workflow"), {"fields": fields}))
+        return fieldsets
 
     def has_delete_permission(self, request: HttpRequest, obj: Job | None = None) -> bool:
         running = obj is not None and obj.status == JobStatus.RUNNING
@@ -416,6 +437,29 @@ class JobAdmin(admin.ModelAdmin):
         except NoReverseMatch:
             return show.progress_bar(job.progress, job.status)
         return render_to_string(PROGRESS_TEMPLATE, progress_bar_context(job))
+
+    # A workflow step's place in its workflow
+
+    @admin.display(description=_("workflow"))
+    def workflow_display(self, job: Job) -> SafeString | str:
+        return steps.workflow_link(job.workflow, self.admin_site.name)
+
+    @admin.display(description=_("step"))
+    def step_display(self, job: Job) -> SafeString:
+        runs_when = RunIf(job.run_if).label if job.run_if else ""
+        return format_html(
+            '<strong>{}</strong> <span class="lq-note">{}</span>',
+            job.step_name,
+            _("runs when %s") % runs_when if runs_when else "",
+        )
+
+    @admin.display(description=_("after (upstream)"))
+    def upstream_steps(self, job: Job) -> SafeString | str:
+        return steps.step_links(steps.upstream(job.pk, job_database()), self.admin_site.name)
+
+    @admin.display(description=_("before (downstream)"))
+    def downstream_steps(self, job: Job) -> SafeString | str:
+        return steps.step_links(steps.downstream(job.pk, job_database()), self.admin_site.name)
 
     @admin.display(description=_("enqueued"))
     def when_enqueued(self, job: Job) -> str:

@@ -29,6 +29,8 @@ class EstimatedCountPaginator(Paginator):
 
     @cached_property
     def count(self) -> int:
+        if self.object_list.query.is_empty():  # .none(), e.g. a filter value that matches nothing
+            return 0
         plan = json.loads(self.object_list.explain(format="json"))
         estimate = int(plan[0]["Plan"]["Plan Rows"])
         if estimate < EXACT_COUNT_BELOW:

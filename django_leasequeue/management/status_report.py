@@ -1,6 +1,8 @@
-"""What ``manage.py leasequeue status`` shows: queues, live workers, and whether all is well.
+"""What ``manage.py leasequeue status`` shows: queues, live workers, running workflows, and
+whether all is well.
 
-``build`` reads it from the job database (the admin's queue summary and the worker registry);
+``build`` reads it from the job database (the admin's queue summary, the worker registry, the
+running workflows' index);
 ``render_text`` lays it out on one screen, ``as_json`` for machines. A report is unhealthy when
 no worker is alive, or when a queue's oldest due job has waited longer than ``max_age``: the
 command then exits 1, so it can serve as a container health check.
@@ -17,6 +19,8 @@ from django_leasequeue import protocol
 from django_leasequeue.backend import LeaseQueueBackend
 from django_leasequeue.flow import usage as flow_usage
 from django_leasequeue.management.durations import duration
+from django_leasequeue.models import WorkflowRun
+from django_leasequeue.workflows.choices import WorkflowStatus
 
 _COUNTS = ("queued", "running", "retrying", "failed")
 
@@ -55,6 +59,8 @@ class StatusReport:
     queues: list[QueueLine]
     workers: list[WorkerLine]  # the live ones
     max_age_seconds: float | None
+    # Workflows with steps not finished yet.
+    workflows_running: int = 0
     # The flow-control limits in use: each queue's queue_limits, then the busiest limited tasks
     # and keys; each entry a dict naming its scope, its limits and what they use now.
     limits: list[dict[str, Any]] = field(default_factory=list)
@@ -101,6 +107,9 @@ def build(backend: LeaseQueueBackend, *, max_age_seconds: float | None = None) -
         queues=queues,
         workers=workers,
         max_age_seconds=max_age_seconds,
+        workflows_running=WorkflowRun.objects.using(database)
+        .filter(status=WorkflowStatus.RUNNING)
+        .count(),
         limits=_limits_in_use(backend),
     )
 
@@ -217,6 +226,7 @@ def render_text(report: StatusReport) -> str:
             ],
             right={2, 4, 5},
         )
+    lines += ["", f"WORKFLOWS: {report.workflows_running:,} running"]
     if report.limits:
         lines += ["", "LIMITS IN USE"]
         lines += [

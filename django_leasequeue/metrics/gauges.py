@@ -1,15 +1,25 @@
-"""Gauges read from PostgreSQL when Prometheus scrapes: one collector, two statements.
+"""Gauges read from PostgreSQL when Prometheus scrapes: one collector, three statements.
 
 Per queue: jobs queued, running and retrying, and the oldest due job's age; and the number of
 worker processes alive. The counts are the admin summary's (``queue_summary``): exact up to a
 few thousand, estimated from a sample above, so a scrape stays fast on any backlog.
+
+Workflows: how many run now, and how many ended by status, counted in the workflow table at
+scrape time. That count is a counter to Prometheus (``leasequeue_workflows_finished_total``):
+no process sees a workflow end (the step trigger ends it, in whichever transaction finishes its
+last step), so it is read rather than incremented. Deleting workflow rows makes it go down,
+which ``rate()`` reads as a counter reset.
 """
 
 from collections.abc import Iterator
 from typing import Any
 
+from django.db.models import Count
+
 from django_leasequeue import protocol
 from django_leasequeue.metrics.client import require
+from django_leasequeue.models import WorkflowRun
+from django_leasequeue.workflows.choices import WorkflowStatus
 
 _PER_QUEUE = (
     ("leasequeue_jobs_queued", "Jobs waiting in the queue (due or not).", "queued"),
@@ -49,3 +59,27 @@ class DatabaseCollector:
             "Worker processes alive: not stopped, heartbeat within their lease.",
             value=protocol.execute(protocol.workers_alive(), self.database),
         )
+        yield from self.workflows()
+
+    def workflows(self) -> Iterator[Any]:
+        core = require().metrics_core
+        rows = (
+            WorkflowRun.objects.using(self.database)
+            .values("status")
+            .annotate(n=Count("id"))
+            .order_by()
+        )
+        counts = {row["status"]: row["n"] for row in rows}
+        yield core.GaugeMetricFamily(
+            "leasequeue_workflows_running",
+            "Workflows with steps not finished yet.",
+            value=counts.get(WorkflowStatus.RUNNING, 0),
+        )
+        finished = core.CounterMetricFamily(
+            "leasequeue_workflows_finished",
+            "Workflows that ended, by status (counted in the workflow table at scrape time).",
+            labels=["status"],
+        )
+        for status in (WorkflowStatus.SUCCEEDED, WorkflowStatus.FAILED, WorkflowStatus.CANCELLED):
+            finished.add_metric([status.value], counts.get(status, 0))
+        yield finished

@@ -1,15 +1,21 @@
-"""The websocket that pushes one job's progress to a browser (needs the ``channels`` extra).
+"""The websockets that push progress to a browser (needs the ``channels`` extra): one job's,
+and one workflow's.
 
-Protocol, server to client only: first a ``snapshot`` (the job's state in the database, so a late
-viewer sees where the job is), then the worker's live ``progress`` and ``status`` events, then a
-``final`` state when the job ends, and the server closes. A job that ends without a live event
-(a lost publish, the recover sweep failing it, a cancel from the admin) is noticed by a periodic
-database check, so a viewer is never left waiting on a finished job.
+Protocol, server to client only: first a ``snapshot`` (the state in the database, so a late
+viewer sees where things are), then live events, then a ``final`` state when the job or
+workflow ends, and the server closes. An end without a live event (a lost publish, the recover
+sweep failing a job, a cancel from the admin) is noticed by a periodic database check, so a
+viewer is never left waiting on something finished.
+
+A job's viewer gets the worker's ``progress`` and ``status`` events as they are. A workflow's
+viewer gets ``state`` events: each event of one of its steps makes the consumer read the
+workflow's state again (at most ``WORKFLOW_REFRESH_SECONDS`` apart, however many steps report).
 """
 
 import asyncio
 import contextlib
 import time
+from collections.abc import Callable
 from itertools import chain, repeat
 from typing import Any
 from urllib.parse import parse_qs
@@ -18,8 +24,17 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from django_leasequeue.progress import events, viewers
-from django_leasequeue.progress.access import can_view_job, token_expires_at
-from django_leasequeue.progress.state import JobState, load_job_state, missing_job_state
+from django_leasequeue.progress.access import (
+    Kind,
+    can_view_job,
+    can_view_workflow,
+    token_expires_at,
+)
+from django_leasequeue.progress.state import load_job_state, missing_job_state
+from django_leasequeue.progress.workflow_state import (
+    load_workflow_state,
+    missing_workflow_state,
+)
 from django_leasequeue.status import JobStatus
 
 # Close code sent before accepting, i.e. the handshake is refused (HTTP 403 on the wire).
@@ -30,44 +45,62 @@ CLOSE_TOKEN_EXPIRED = 4401
 
 # Seconds after connecting of the first database checks, before the steady recheck interval.
 _EARLY_RECHECKS = (0.5, 1.0, 1.5)
+# Least time between two reads of a workflow's state, when its steps report many events.
+WORKFLOW_REFRESH_SECONDS = 0.25
 
 _FORWARDED_KEYS = {
     "progress": ("kind", "current", "total", "message"),
     "status": ("kind", "status"),
 }
 
+State = dict[str, Any]
 
-class JobProgressConsumer(AsyncJsonWebsocketConsumer):
-    job_id: str
+
+class ProgressConsumer(AsyncJsonWebsocketConsumer):
+    """What the job's and the workflow's websockets share: authorisation, the viewer count,
+    the snapshot, the periodic database check, the token's expiry and the final state."""
+
+    kind: Kind
+    url_kwarg: str
+    # Set by each subclass: who may watch, the group, and the state in the database.
+    can_view: Callable[[Any, str, str | None], bool]
+    group_of: Callable[[str], str]
+    load_state: Callable[[str], State | None]
+    missing_state: Callable[[str], State]
+
+    object_id: str
     group: str | None = None
     recheck: asyncio.Task | None = None
     expiry: asyncio.Task | None = None
     finished: bool = False
     watching: bool = False
+    # The last state sent from the database (the snapshot, then the workflow's reads).
+    last_sent: State | None = None
 
     def __init__(self, *args: Any, recheck_seconds: float = 5.0, **kwargs: Any) -> None:
-        """``recheck_seconds``: how often the database is checked for a job that ended without
-        a live event; set it with ``JobProgressConsumer.as_asgi(recheck_seconds=...)``."""
+        """``recheck_seconds``: how often the database is checked for an end without a live
+        event; set it with ``as_asgi(recheck_seconds=...)``."""
         super().__init__(*args, **kwargs)
         self.recheck_seconds = recheck_seconds
 
     async def connect(self) -> None:
-        self.job_id = str(self.scope["url_route"]["kwargs"]["job_id"])
+        self.object_id = str(self.scope["url_route"]["kwargs"][self.url_kwarg])
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
         token = (query.get("token") or [None])[0]
         user = self.scope.get("user")
-        if await database_sync_to_async(can_view_job)(user, self.job_id, None):
+        can_view = type(self).can_view
+        if await database_sync_to_async(can_view)(user, self.object_id, None):
             token = None  # staff: no token to expire
-        elif not await database_sync_to_async(can_view_job)(None, self.job_id, token):
+        elif not await database_sync_to_async(can_view)(None, self.object_id, token):
             await self.close(code=CLOSE_FORBIDDEN)
             return
         # Join the group before reading the snapshot: an event published in between is queued
         # behind the snapshot rather than lost.
-        await database_sync_to_async(viewers.watch)(self.job_id)
+        await database_sync_to_async(viewers.watch)(self.object_id)
         self.watching = True
-        self.group = events.group_name(self.job_id)
+        self.group = type(self).group_of(self.object_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
-        state = await database_sync_to_async(load_job_state)(self.job_id)
+        state = await self.read_state()
         if state is None:
             await self.channel_layer.group_discard(self.group, self.channel_name)
             self.group = None
@@ -76,21 +109,78 @@ class JobProgressConsumer(AsyncJsonWebsocketConsumer):
         await self.accept()
         if token is not None:
             self.expiry = asyncio.create_task(self.close_when_expired(token))
+        self.last_sent = state
         await self.send_json({"kind": "snapshot", **state})
         if state["final"]:
             await self.finish(state)
             return
         self.recheck = asyncio.create_task(self.recheck_until_final())
 
+    async def read_state(self) -> State | None:
+        return await database_sync_to_async(type(self).load_state)(self.object_id)
+
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         """The protocol is server to client only: whatever a client sends is ignored."""
 
     async def close_when_expired(self, token: str) -> None:
         """A token grants access until it expires, also on a connection opened before."""
-        expires_at = token_expires_at(token) or 0.0
+        expires_at = token_expires_at(token, self.kind) or 0.0
         await asyncio.sleep(max(0.0, expires_at - time.time()))
         self.finished = True  # no more events
         await self.close(code=CLOSE_TOKEN_EXPIRED)
+
+    async def recheck_until_final(self) -> None:
+        """Check soon after connecting, then every ``recheck_seconds``: a worker learns that a
+        page follows its job within a second, so a short job may end before it publishes."""
+        for delay in chain(_EARLY_RECHECKS, repeat(self.recheck_seconds)):
+            await asyncio.sleep(min(delay, self.recheck_seconds))
+            state = await self.read_state()
+            if state is None or state["final"]:
+                await self.finish(state or type(self).missing_state(self.object_id))
+                return
+            await self.checked(state)
+
+    async def checked(self, state: State) -> None:
+        """What to do with an unfinished state the periodic check read (nothing, for a job:
+        its worker sends every change)."""
+
+    async def finish(self, state: State) -> None:
+        """Send the final state and close, once (a live event and the recheck may both see it)."""
+        if self.finished:
+            return
+        self.finished = True
+        await self.send_json({**state, "kind": "final"})
+        await self.close()
+        await self.stop_background_tasks()
+
+    async def stop_background_tasks(self) -> None:
+        """Cancel the checks still running (but the one calling, when a check ended it)."""
+        for task in self.background_tasks():
+            if task is not None and task is not asyncio.current_task():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    async def disconnect(self, code: int) -> None:
+        await self.stop_background_tasks()
+        if self.group is not None:
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+        if self.watching:
+            await database_sync_to_async(viewers.watch)(self.object_id, -1)
+
+    def background_tasks(self) -> list[asyncio.Task | None]:
+        return [self.recheck, self.expiry]
+
+
+class JobProgressConsumer(ProgressConsumer):
+    """``ws/leasequeue/jobs/<id>/``: one job's progress."""
+
+    kind = "job"
+    url_kwarg = "job_id"
+    can_view = staticmethod(can_view_job)
+    group_of = staticmethod(events.group_name)
+    load_state = staticmethod(load_job_state)
+    missing_state = staticmethod(missing_job_state)
 
     async def leasequeue_event(self, message: dict[str, Any]) -> None:
         """A worker's event for this job, from the channel layer."""
@@ -100,35 +190,61 @@ class JobProgressConsumer(AsyncJsonWebsocketConsumer):
             return
         await self.send_json({key: event.get(key) for key in keys})
         if event["kind"] == "status" and event.get("status") in JobStatus.terminal():
-            state = await database_sync_to_async(load_job_state)(self.job_id) or {}
+            state = await self.read_state() or {}
             # The event is authoritative for the status even if our read raced the commit.
             await self.finish({**state, "status": event["status"], "final": True})
 
-    async def recheck_until_final(self) -> None:
-        """Check soon after connecting, then every ``recheck_seconds``: a worker learns that a
-        page follows its job within a second, so a short job may end before it publishes."""
-        for delay in chain(_EARLY_RECHECKS, repeat(self.recheck_seconds)):
-            await asyncio.sleep(min(delay, self.recheck_seconds))
-            state = await database_sync_to_async(load_job_state)(self.job_id)
-            if state is None or state["final"]:
-                await self.finish(state or missing_job_state(self.job_id))
-                return
 
-    async def finish(self, state: JobState) -> None:
-        """Send the final state and close, once (a live event and the recheck may both see it)."""
+class WorkflowProgressConsumer(ProgressConsumer):
+    """``ws/leasequeue/workflows/<id>/``: one bar for a whole workflow.
+
+    Its steps' events only say that something changed: the state sent is read from the
+    database, where the step trigger keeps the workflow's counters, so it is never ahead of
+    what committed. The periodic check sends it too, which covers what no worker announces
+    (steps released or cancelled by the trigger, a step that started before a worker saw the
+    page)."""
+
+    kind = "workflow"
+    url_kwarg = "workflow_id"
+    can_view = staticmethod(can_view_workflow)
+    group_of = staticmethod(events.workflow_group_name)
+    load_state = staticmethod(load_workflow_state)
+    missing_state = staticmethod(missing_workflow_state)
+
+    refresher: asyncio.Task | None = None
+    stale: bool = False
+    last_read: float = 0.0
+
+    def __init__(self, *args: Any, recheck_seconds: float = 2.0, **kwargs: Any) -> None:
+        super().__init__(*args, recheck_seconds=recheck_seconds, **kwargs)
+
+    async def leasequeue_event(self, message: dict[str, Any]) -> None:
+        """An event of one of the workflow's steps (or an operator's action on it)."""
         if self.finished:
             return
-        self.finished = True
-        await self.send_json({**state, "kind": "final"})
-        await self.close()
+        self.stale = True
+        if self.refresher is None or self.refresher.done():
+            self.refresher = asyncio.create_task(self.refresh_while_stale())
 
-    async def disconnect(self, code: int) -> None:
-        for task in (self.recheck, self.expiry):
-            if task is not None and task is not asyncio.current_task():
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-        if self.group is not None:
-            await self.channel_layer.group_discard(self.group, self.channel_name)
-        if self.watching:
-            await database_sync_to_async(viewers.watch)(self.job_id, -1)
+    async def refresh_while_stale(self) -> None:
+        """Read and send the state until no event came in meanwhile: an event arriving during
+        a read marks it stale again, so the last change is always sent."""
+        loop = asyncio.get_running_loop()
+        while self.stale and not self.finished:
+            await asyncio.sleep(max(0.0, self.last_read + WORKFLOW_REFRESH_SECONDS - loop.time()))
+            self.stale = False
+            self.last_read = loop.time()
+            state = await self.read_state()
+            if state is None or state["final"]:
+                await self.finish(state or missing_workflow_state(self.object_id))
+                return
+            await self.checked(state)
+
+    async def checked(self, state: State) -> None:
+        """Send a state read from the database, unless the page has it already."""
+        if not self.finished and state != self.last_sent:
+            self.last_sent = state
+            await self.send_json({**state, "kind": "state"})
+
+    def background_tasks(self) -> list[asyncio.Task | None]:
+        return [*super().background_tasks(), self.refresher]

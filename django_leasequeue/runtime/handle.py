@@ -13,6 +13,7 @@ import psycopg
 from django_leasequeue import jsonargs, protocol
 from django_leasequeue.exceptions import LeaseLost, UnstorableValue
 from django_leasequeue.metrics import counters as metrics
+from django_leasequeue.progress.events import apublish_workflow
 from django_leasequeue.protocol import ClaimedJob
 from django_leasequeue.runtime.database import Database
 from django_leasequeue.status import JobStatus
@@ -51,8 +52,9 @@ class JobHandle:
         self.refused: UnstorableValue | None = None
         # The asyncio task running the job while its function runs (``stop`` cancels it).
         self.runner: asyncio.Task | None = None
-        # Whether a browser page follows this job live; refreshed by the worker.
+        # Whether a browser page follows this job live, or its workflow; refreshed by the worker.
         self.watched = False
+        self.workflow_watched = False
         # Monotonic time by which the worker must confirm a renewal or stop the job itself.
         self.fence_deadline = float("inf")
         # Whether the job is held to flow-control limits (its end may let another one start).
@@ -151,9 +153,11 @@ class JobHandle:
             await self.publish(self._last_progress_event)
 
     async def publish(self, event: dict[str, Any]) -> None:
-        """Send a live event, only while a page watches this job."""
+        """Send a live event, only while a page watches this job (or its workflow)."""
         if self.watched:
             await self._publish(self.job.id, event)
+        if self.workflow_watched and self.job.workflow_id is not None:
+            await apublish_workflow(self.job.workflow_id, event)
 
     async def save_checkpoint(self, data: Any) -> None:
         try:

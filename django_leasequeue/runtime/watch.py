@@ -1,7 +1,8 @@
-"""The viewer watch: which of the worker's running jobs a browser page follows live, asked of
-Redis once a second for all of them (no round trip per claim). Only followed jobs publish
-their progress; a job that gains a viewer publishes its state at once, so the page catches up,
-and the page's own database checks cover what happens in between."""
+"""The viewer watch: which of the worker's running jobs a browser page follows live (the job's
+own page, or its workflow's), asked of Redis once a second for all of them (no round trip per
+claim). Only followed jobs publish their progress; a job that gains a viewer publishes its
+state at once, so the page catches up, and the page's own database checks cover what happens
+in between."""
 
 import asyncio
 import uuid
@@ -35,19 +36,25 @@ class ViewerWatch:
             await self.refresh()
 
     async def refresh(self) -> None:
-        """Mark each running job watched or not; keep the last answer when Redis fails."""
+        """Mark each running job watched or not (itself, and through its workflow); keep the
+        last answer when Redis fails."""
         handles = list(self.in_flight.values())
         if not handles:
             return
         ids = [str(handle.job.id) for handle in handles]
+        workflows = [str(handle.job.workflow_id) for handle in handles if handle.job.workflow_id]
         try:
             watched = await asyncio.get_running_loop().run_in_executor(
-                self.redis_calls, self.wakeups.watched, ids
+                self.redis_calls, self.wakeups.watched, [*ids, *dict.fromkeys(workflows)]
             )
         except RedisError:
             return
         for handle, job_id in zip(handles, ids, strict=True):
-            newly_watched = not handle.watched and job_id in watched
+            workflow_watched = str(handle.job.workflow_id) in watched
+            newly_watched = (not handle.watched and job_id in watched) or (
+                not handle.workflow_watched and workflow_watched
+            )
             handle.watched = job_id in watched
+            handle.workflow_watched = workflow_watched
             if newly_watched:
                 await handle.publish_state()

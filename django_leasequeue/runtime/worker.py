@@ -262,6 +262,7 @@ class WorkerLoop:
                 max_value_bytes=self.backend_config.max_argument_bytes,
             )
             handle.watched = watched
+            handle.workflow_watched = watched and job.workflow_id is not None
             handle.fence_deadline = deadline
             handle.flow_limited = flow_limited
             metrics.started(job.queue_name, job.task_path, job.run_after, job.last_attempted_at)

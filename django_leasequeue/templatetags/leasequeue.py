@@ -1,4 +1,4 @@
-"""``{% leasequeue_progress job %}``: a live, accessible progress bar for one job
+"""``{% leasequeue_progress job %}``: a live, accessible progress bar for one job or workflow
 (``django_leasequeue.progress.widget`` builds it)."""
 
 from django import template

@@ -37,6 +37,11 @@ class WorkflowRun(models.Model):
         db_table = "leasequeue_workflow"
         verbose_name = _("workflow")
         verbose_name_plural = _("workflows")
+        # The admin's buttons on a workflow's page; viewing needs view_workflowrun.
+        permissions = [
+            ("cancel_workflow", _("Can cancel a workflow")),
+            ("retry_workflow", _("Can retry the failed steps of a workflow")),
+        ]
         indexes = [
             models.Index(
                 fields=["created_at"],

@@ -1,22 +1,28 @@
-"""The demo's pages: pick projects, watch their jobs, read the scores."""
+"""The demo's pages: pick projects, watch their jobs, read the scores; start the import
+workflow and watch it move."""
 
 from typing import Any
+from uuid import UUID
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import NoReverseMatch, reverse
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_POST
 
-from django_leasequeue.models import Job
+from django_leasequeue.models import Job, WorkflowRun
 from example_project.matching import limits
 from example_project.matching.forms import MatchForm
+from example_project.matching.imports import fetch_source, start_import
 from example_project.matching.models import MatchRequest
 from example_project.matching.submit import submit
 
 # How many of the user's latest jobs the page shows: one submission's worth.
 SHOWN_JOBS = 5
+# Where the session keeps the ids of the imports this user started, newest first.
+IMPORTS_KEY = "imports"
+SHOWN_IMPORTS = 5
 
 
 def recent_matches(user) -> list[dict[str, Any]]:
@@ -62,6 +68,9 @@ def home(request: HttpRequest) -> HttpResponse:
         "max_selection": limits.max_selection(),
         "max_unfinished": limits.max_unfinished_jobs(),
         "admin_jobs_url": admin_jobs_url(),
+        "imports": WorkflowRun.objects.filter(pk__in=request.session.get(IMPORTS_KEY, [])).order_by(
+            "-created_at"
+        ),
     }
     return render(request, "matching/home.html", context)
 
@@ -84,3 +93,64 @@ def results(request: HttpRequest) -> JsonResponse:
             ]
         }
     )
+
+
+# The import workflow
+
+
+@login_required
+@require_POST
+def start(request: HttpRequest) -> HttpResponse:
+    """Enqueue an import and show it; the session remembers it as this user's."""
+    handle = start_import()
+    started = [handle.id, *request.session.get(IMPORTS_KEY, [])]
+    request.session[IMPORTS_KEY] = started[:SHOWN_IMPORTS]
+    return redirect("matching:import", workflow_id=handle.id)
+
+
+def _users_import(request: HttpRequest, workflow_id: UUID) -> WorkflowRun:
+    if str(workflow_id) not in request.session.get(IMPORTS_KEY, []):
+        raise Http404("Not one of your imports.")
+    try:
+        return WorkflowRun.objects.get(pk=workflow_id)
+    except WorkflowRun.DoesNotExist:
+        raise Http404("This import was deleted.") from None
+
+
+@login_required
+@require_GET
+def import_page(request: HttpRequest, workflow_id: UUID) -> HttpResponse:
+    """One bar for the whole workflow, one per step, and the report once it is in."""
+    workflow = _users_import(request, workflow_id)
+    steps = Job.objects.filter(workflow=workflow).order_by("step_name")
+    context = {
+        "workflow": workflow,
+        # Each step, and for a fetch the source it reads.
+        "steps": [
+            (job, job.args[0] if job.task_path == fetch_source.module_path else "") for job in steps
+        ],
+        "report": _report(workflow),
+        "admin_url": _admin_workflow_url(request, workflow),
+    }
+    return render(request, "matching/import.html", context)
+
+
+@login_required
+@require_GET
+def import_result(request: HttpRequest, workflow_id: UUID) -> JsonResponse:
+    """The workflow's status and report, for the page to show once its bar has ended."""
+    workflow = _users_import(request, workflow_id)
+    return JsonResponse({"status": workflow.status, "report": _report(workflow)})
+
+
+def _report(workflow: WorkflowRun) -> str:
+    last = workflow.steps.filter(task_path__endswith=".report_import").first()
+    return last.result if last is not None and isinstance(last.result, str) else ""
+
+
+def _admin_workflow_url(request: HttpRequest, workflow: WorkflowRun) -> str:
+    """The workflow's admin page (its graph), for staff who may see it."""
+    user = request.user
+    if not (user.is_staff and user.has_perm("leasequeue.view_workflowrun")):
+        return ""
+    return reverse("admin:leasequeue_workflowrun_change", args=[workflow.pk])

@@ -14,9 +14,6 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from playwright.sync_api import Browser, Error, Page, Playwright
 
-# The screenshots the docs show; the browser tests take them anew on every run.
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
-
 # Without the background-networking flags Chromium keeps dialling hosts a closed network refuses.
 _ARGS = [
     "--no-sandbox",
@@ -52,3 +49,16 @@ def log_in(page: Page, base_url: str, next_path: str = "/admin/leasequeue/job/")
     page.fill("#id_password", "night-shift")
     page.click("input[type=submit]")
     page.wait_for_url(f"{base_url}{next_path}")
+
+
+# Set to 1 to write the screenshots a browser test takes into docs/screenshots/ (the docs' own);
+# otherwise they go to the test's temporary directory, leaving the committed images alone.
+UPDATE_SCREENSHOTS = "LEASEQUEUE_UPDATE_SCREENSHOTS"
+DOCS_SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+
+
+def screenshot_path(name: str, tmp_path: Path) -> Path:
+    """Where a test saves the screenshot ``name`` (see ``UPDATE_SCREENSHOTS``)."""
+    folder = DOCS_SCREENSHOTS if os.environ.get(UPDATE_SCREENSHOTS) == "1" else tmp_path
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / name

@@ -9,7 +9,7 @@ from playwright.sync_api import expect
 
 from django_leasequeue import protocol
 from django_leasequeue.models import Job
-from tests.acceptance.browser import SCREENSHOTS, log_in, make_operator
+from tests.acceptance.browser import log_in, make_operator, screenshot_path
 from tests.helpers import claim_one, in_a_thread
 from tests.tasks import add, reports_progress
 
@@ -60,15 +60,14 @@ def _jobs_in_every_state() -> str:
 
 
 def test_operator_retries_a_failed_job_and_sees_it_succeed(
-    failed_id, open_page, live_server, start_workers
+    failed_id, open_page, live_server, start_workers, tmp_path
 ):
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page = open_page(viewport={"width": 1800, "height": 1000}, admin_sidebar=False)
     log_in(page, live_server.url)
     expect(page.locator("#lq-summary-title")).to_have_text("Queues")
     expect(page.locator("#result_list")).to_contain_text("expired")  # the dead worker's job
     expect(page.locator("#result_list")).to_contain_text("40% · rows copied")
-    page.screenshot(path=SCREENSHOTS / "admin-list.png", full_page=True)
+    page.screenshot(path=screenshot_path("admin-list.png", tmp_path), full_page=True)
 
     # Filter failed jobs: only the failed one is listed.
     page.locator("#changelist-filter").get_by_role("link", name="Failed", exact=True).click()
@@ -100,7 +99,7 @@ def test_operator_retries_a_failed_job_and_sees_it_succeed(
     expect(page.locator(".field-error_history .readonly")).to_contain_text(
         'File "/srv/app/billing.py"'
     )
-    page.screenshot(path=SCREENSHOTS / "admin-detail.png", full_page=True)
+    page.screenshot(path=screenshot_path("admin-detail.png", tmp_path), full_page=True)
 
     job = _job(failed_id)
     assert (job.status, job.result, job.attempt, len(job.errors)) == ("succeeded", 42, 1, 1)
@@ -120,7 +119,9 @@ MEASURE_WIDTHS = """() => {
 
 @pytest.mark.parametrize("sidebar", ["open", "closed"])
 @pytest.mark.parametrize("width", [1280, 1600])
-def test_the_job_list_fits_common_screens_without_scrolling(open_page, live_server, width, sidebar):
+def test_the_job_list_fits_common_screens_without_scrolling(
+    open_page, live_server, width, sidebar, tmp_path
+):
     """Every column, the lease ones included, is on screen; long task paths, worker ids and
     progress messages are shortened, whole in their tooltip."""
     make_operator("view_job", "change_job")
@@ -134,7 +135,7 @@ def test_the_job_list_fits_common_screens_without_scrolling(open_page, live_serv
     log_in(page, live_server.url)
     sizes = page.evaluate(MEASURE_WIDTHS)
     if width == 1280 and sidebar == "open":  # the narrowest: docs show what gives way
-        page.screenshot(path=SCREENSHOTS / "admin-list-1280.png")
+        page.screenshot(path=screenshot_path("admin-list-1280.png", tmp_path))
     worker = page.locator("#result_list td.field-worker", has_text="a-very-long").first
     worker_title = worker.locator("[title]").get_attribute("title")
     assert sizes["page"][0] <= sizes["page"][1], sizes

@@ -5,7 +5,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests import flow_tasks
-from tests.acceptance.browser import SCREENSHOTS, log_in, make_operator
+from tests.acceptance.browser import log_in, make_operator, screenshot_path
 from tests.helpers import claim_limited
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
@@ -24,7 +24,7 @@ def held_jobs():
     return next(job_id for job_id in waiting if job_id not in {str(job.id) for job in claimed})
 
 
-def test_staff_see_each_limit_and_why_a_job_waits(held_jobs, open_page, live_server):
+def test_staff_see_each_limit_and_why_a_job_waits(held_jobs, open_page, live_server, tmp_path):
     page = open_page(viewport={"width": 1800, "height": 1000}, admin_sidebar=False)
     log_in(page, live_server.url)
     flow = page.locator(".lq-flow")
@@ -43,7 +43,7 @@ def test_staff_see_each_limit_and_why_a_job_waits(held_jobs, open_page, live_ser
     expect(rows.filter(has_text="waiting for a concurrency slot (1/1 running)")).to_have_count(2)
     expect(rows.filter(has_text="rate limited until")).to_have_count(1)
     expect(rows.filter(has_text="waiting for a slot of queue llm (2/2 running)")).to_have_count(2)
-    page.screenshot(path=SCREENSHOTS / "admin-flow-control.png", full_page=True)
+    page.screenshot(path=screenshot_path("admin-flow-control.png", tmp_path), full_page=True)
 
     page.goto(f"{live_server.url}/admin/leasequeue/job/{held_jobs}/change/")
     expect(page.locator(".fieldBox.field-status_display .readonly")).to_contain_text(

@@ -7,13 +7,12 @@ import pytest
 from playwright.sync_api import Page
 
 from tests.acceptance.asgi_server import Daphne
-from tests.acceptance.browser import SCREENSHOTS
+from tests.acceptance.browser import screenshot_path
 from tests.acceptance.harness import THROUGH_PGBOUNCER
 from tests.progress_tasks import stepped
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 
-SCREENSHOT = SCREENSHOTS / "progress-midway.png"
 BAR = ".leasequeue-progress"
 
 # Records, inside the page, every value the bar shows and a marker that a reload would erase.
@@ -56,7 +55,9 @@ def _assert_finished_live(page: Page, steps: int, *, moves: int = 5) -> None:
     assert values[-1] == 100
 
 
-def test_bar_moves_to_100_percent_over_websocket_without_reload(open_page, daphne, start_workers):
+def test_bar_moves_to_100_percent_over_websocket_without_reload(
+    open_page, daphne, start_workers, tmp_path
+):
     start_workers("--concurrency", "2", options={"progress_interval_seconds": 0.1})
     steps = 20
     job_id = stepped.enqueue(steps, 0.3).id
@@ -73,8 +74,7 @@ def test_bar_moves_to_100_percent_over_websocket_without_reload(open_page, daphn
     )
     assert _text(page, "status") == "Running"
     assert _text(page, "message").startswith("Step ")
-    SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOT))
+    page.screenshot(path=str(screenshot_path("progress-midway.png", tmp_path)))
 
     _assert_finished_live(page, steps)
     assert len(sockets) == 1 and f"/ws/leasequeue/jobs/{job_id}/?token=" in sockets[0]

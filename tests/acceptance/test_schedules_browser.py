@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from django_leasequeue.models import Job, Schedule
-from tests.acceptance.browser import SCREENSHOTS, log_in, make_operator
+from tests.acceptance.browser import log_in, make_operator, screenshot_path
 from tests.acceptance.harness import wait_until
 from tests.helpers import in_a_thread
 from tests.periodic.every_second.tasks import tick
@@ -46,7 +46,9 @@ def operator() -> None:
     make_operator("view_schedule", "change_schedule", "view_job")
 
 
-def test_operator_pauses_and_resumes_a_schedule(operator, open_page, live_server, start_workers):
+def test_operator_pauses_and_resumes_a_schedule(
+    operator, open_page, live_server, start_workers, tmp_path
+):
     start_workers(
         "--processes", "2", "--concurrency", "4",
         env={"LEASEQUEUE_TEST_APPS": "tests.periodic.every_second"},
@@ -65,8 +67,7 @@ def test_operator_pauses_and_resumes_a_schedule(operator, open_page, live_server
     expect(row).to_contain_text("Every second")
     expect(row).to_contain_text("active")
     expect(row.locator("a[href*='/admin/leasequeue/job/']")).to_have_count(1)  # the last run
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=SCREENSHOTS / "admin-schedules.png", full_page=True)
+    page.screenshot(path=screenshot_path("admin-schedules.png", tmp_path), full_page=True)
 
     _apply(page, "pause_schedules")
     expect(page.locator("ul.messagelist")).to_have_text("1 schedule paused.")

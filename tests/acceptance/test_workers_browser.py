@@ -9,7 +9,7 @@ from django.utils import timezone
 from playwright.sync_api import expect
 
 from django_leasequeue.models import Job, Worker
-from tests.acceptance.browser import SCREENSHOTS, log_in, make_operator
+from tests.acceptance.browser import log_in, make_operator, screenshot_path
 from tests.acceptance.harness import wait_until
 from tests.tasks import add, async_sleep
 
@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser, pyte
 
 
 def test_operator_sees_the_workers_and_follows_a_job_to_its_worker(
-    live_server, start_workers, open_page
+    live_server, start_workers, open_page, tmp_path
 ):
     make_operator("view_job", "view_worker")
     now = timezone.now()
@@ -49,7 +49,7 @@ def test_operator_sees_the_workers_and_follows_a_job_to_its_worker(
     expect(page.locator(".lq-worker-alive")).to_have_count(2)
     expect(page.locator(".lq-worker-dead")).to_have_text("✖ Dead")
     expect(page.locator("#result_list")).to_contain_text("killed by SIGKILL")
-    page.screenshot(path=SCREENSHOTS / "admin-workers.png", full_page=True)
+    page.screenshot(path=screenshot_path("admin-workers.png", tmp_path), full_page=True)
 
     page.goto(f"{live_server.url}/admin/leasequeue/job/{busy}/change/")
     page.get_by_role("link", name=holder).first.click()

@@ -52,7 +52,12 @@ def report(user_id): ...  # the reader's own task
 }
 # What the templates of a page are rendered with (built in the page's module).
 TEMPLATE_CONTEXT = {
-    "docs/admin-and-progress.md": "from tests.tasks import add\n\nresult = add.enqueue(1, 2)\n",
+    "docs/admin-and-progress.md": (
+        "from django_leasequeue import Workflow\nfrom tests.tasks import add\n\n"
+        "result = add.enqueue(1, 2)\n"
+        "_workflow = Workflow('Nightly import')\n_workflow.add(add, args=[1, 2])\n"
+        "handle = _workflow.enqueue()\n"
+    ),
 }
 # Where a backend, engine or client class is named in settings: each must import.
 _IMPORTED_SETTINGS = {"BACKEND", "ENGINE", "CLIENT_CLASS", "CONNECTION_FACTORY"}
@@ -174,6 +179,6 @@ def test_every_docs_block_of_code_runs_or_says_why_not():
 
 
 def test_the_docs_show_the_progress_tag_as_the_readme_does():
-    tag = "{% leasequeue_progress"
+    tag = "{% leasequeue_progress result"  # a job's bar (the docs show a workflow's too)
     readme = docs_snippets.block_containing("README.md", tag, "django")
     assert docs_snippets.block_containing("docs/admin-and-progress.md", tag, "django") == readme

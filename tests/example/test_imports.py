@@ -1,0 +1,103 @@
+"""The demo site's import workflow: who may start and watch it, and what it enqueues."""
+
+import uuid
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
+
+from django_leasequeue import protocol
+from django_leasequeue.models import Job, StepDependency, WorkflowRun
+from example_project.matching.imports import NAME, SOURCES
+from tests.example.test_views import demo_urls
+from tests.helpers import claim_one
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def user():
+    return get_user_model().objects.create_user("alice", password="secret")
+
+
+@pytest.fixture
+def signed_in(client, user):
+    client.force_login(user)
+    return client
+
+
+def _start(client) -> WorkflowRun:
+    response = client.post("/imports/")
+    assert response.status_code == 302
+    workflow = WorkflowRun.objects.get()
+    assert response["Location"] == f"/imports/{workflow.pk}/"
+    return workflow
+
+
+@demo_urls
+def test_starting_an_import_needs_a_signed_in_user_and_a_post(client, signed_in):
+    assert client.get("/imports/").status_code == 405
+    signed_in.logout()
+    assert signed_in.post("/imports/").status_code == 302
+    assert not WorkflowRun.objects.exists()
+
+
+@demo_urls
+def test_an_import_fetches_three_sources_side_by_side_then_merges_then_reports(signed_in):
+    workflow = _start(signed_in)
+    assert (workflow.name, workflow.steps_total) == (NAME, 5)
+    steps = {job.step_name: job for job in Job.objects.filter(workflow=workflow)}
+    fetches = ["fetch_source", "fetch_source_2", "fetch_source_3"]
+    assert {name: steps[name].status for name in fetches} == dict.fromkeys(fetches, "queued")
+    assert [steps[name].args for name in fetches] == [list(item) for item in SOURCES.items()]
+    merge, report = steps["merge_sources"], steps["report_import"]
+    assert (merge.status, merge.upstream, report.upstream) == ("waiting", "chord", "chain")
+    parents = StepDependency.objects.filter(child=merge).order_by("position")
+    assert [edge.parent.step_name for edge in parents] == fetches
+
+
+@demo_urls
+def test_the_import_page_draws_the_workflow_s_bar_and_one_per_step(signed_in):
+    workflow = _start(signed_in)
+    html = signed_in.get(f"/imports/{workflow.pk}/").content.decode()
+    assert f'data-websocket-path="/ws/leasequeue/workflows/{workflow.pk}/"' in html
+    assert "0 of 5 steps finished" in html
+    assert html.count('<div class="leasequeue-progress"') == 1 + 5
+    assert "in the admin" not in html  # not staff
+
+
+@demo_urls
+def test_staff_who_may_see_workflows_get_a_link_to_the_graph(signed_in, user):
+    user.is_staff = True
+    user.save()
+    user.user_permissions.add(Permission.objects.get(codename="view_workflowrun"))
+    workflow = _start(signed_in)
+    html = signed_in.get(f"/imports/{workflow.pk}/").content.decode()
+    assert f"/admin/leasequeue/workflowrun/{workflow.pk}/change/" in html
+
+
+@demo_urls
+def test_only_the_user_who_started_an_import_sees_it(signed_in, client):
+    workflow = _start(signed_in)
+    other = get_user_model().objects.create_user("bob", password="secret")
+    signed_in.force_login(other)  # a new session
+    assert signed_in.get(f"/imports/{workflow.pk}/").status_code == 404
+    assert signed_in.get(f"/imports/{workflow.pk}/result.json").status_code == 404
+    assert signed_in.get(f"/imports/{uuid.uuid4()}/").status_code == 404
+
+
+@demo_urls
+def test_the_result_carries_the_report_once_written(signed_in):
+    workflow = _start(signed_in)
+    assert signed_in.get(f"/imports/{workflow.pk}/result.json").json() == {
+        "status": "running",
+        "report": "",
+    }
+    report = Job.objects.get(workflow=workflow, step_name="report_import")
+    Job.objects.filter(pk=report.pk).update(status="queued")
+    claimed = claim_one(report.pk, "w-demo")
+    assert protocol.execute(protocol.complete(claimed.lease, "Imported 375 records."))
+    result = signed_in.get(f"/imports/{workflow.pk}/result.json").json()
+    assert result["report"] == "Imported 375 records."
+    home = signed_in.get("/").content.decode()
+    assert f'href="/imports/{workflow.pk}/"' in home
