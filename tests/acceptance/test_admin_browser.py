@@ -1,5 +1,6 @@
 """End to end in headless Chromium: a staff member finds a failed job, retries it, and sees a real
-``runworkers`` process run it to success. Saves the screenshots in docs/screenshots/.
+``runworkers`` process run it to success. Takes the screenshots docs/screenshots/ shows (see
+browser.screenshot_path).
 """
 
 import re

@@ -1,6 +1,6 @@
 """In headless Chromium, with real ``runworkers`` processes: a staff operator pauses a running
 every-second schedule from the Schedules page, no job comes for two ticks, then resumes it and
-jobs come again. Saves docs/screenshots/admin-schedules.png.
+jobs come again. Takes docs/screenshots/admin-schedules.png (see browser.screenshot_path).
 """
 
 import time

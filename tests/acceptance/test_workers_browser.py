@@ -1,5 +1,6 @@
 """In headless Chromium: an operator opens the Workers page while real ``runworkers`` processes
-run, and follows a running job to the worker holding it. Saves docs/screenshots/admin-workers.png.
+run, and follows a running job to the worker holding it. Takes docs/screenshots/admin-workers.png
+(see browser.screenshot_path).
 """
 
 from datetime import timedelta
