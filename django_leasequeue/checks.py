@@ -127,16 +127,17 @@ def check_progress_script(app_configs: object = None, **kwargs: object) -> list[
 
 def check_schedules(alias: str) -> list[CheckMessage]:
     """Every schedule declared for the backend can tick: a valid cron expression (and time zone)
-    or a positive interval, valid options, and a function that needs no arguments but
-    ``scheduled_at``. Imports every installed app's ``tasks`` module to find them."""
+    or an interval of at least a second, valid options (and none without cron or every), and a
+    function that needs no arguments but ``scheduled_at``. Imports every installed app's
+    ``tasks`` module to find them."""
     messages: list[CheckMessage] = []
     for task in scheduled_tasks(alias):
         try:
-            declaration_of(task)
-            if task.catch_up > 1 and task.overlap == "skip":
+            declaration = declaration_of(task)
+            if declaration.catch_up > 1 and declaration.overlap == "skip":
                 messages.append(
                     Warning(
-                        f"Scheduled task {task.module_path}: catch_up={task.catch_up} with "
+                        f"Scheduled task {task.module_path}: catch_up={declaration.catch_up} with "
                         "overlap='skip' runs one missed tick: the others are skipped while it "
                         "is unfinished.",
                         hint="Use overlap='allow', or catch_up=1.",

@@ -127,7 +127,7 @@ class Scheduler:
         step another process got to first (it carries out the rest)."""
         declaration = self.declarations[due.task_path]
         fields = self.fields[due.task_path]
-        plan = plan_ticks(declaration.timing, due.covered_until, now, declaration.task.catch_up)
+        plan = plan_ticks(declaration.timing, due.covered_until, now, declaration.catch_up)
         version = due.version
         # Without a tick to fire, one step records the missed ticks and the next run.
         steps = plan.fire or [plan.covered_until]
@@ -157,7 +157,7 @@ class Scheduler:
                         "Schedule %s: %d missed tick(s) passed over (catch_up=%d).",
                         due.task_path,
                         plan.missed,
-                        declaration.task.catch_up,
+                        declaration.catch_up,
                     )
                 if fired.job_id is not None:
                     woken.append((fields.queue_name, str(fired.job_id)))

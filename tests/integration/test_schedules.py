@@ -215,7 +215,18 @@ def run_manage(*args: str) -> subprocess.CompletedProcess:
 
 EXPECTED_ERRORS = [
     ("leasequeue.E020", "tests.periodic.invalid.tasks.bad_cron", "cron '61 * * * *' is invalid"),
-    ("leasequeue.E020", "tests.periodic.invalid.tasks.zero_interval", "longer than zero"),
+    ("leasequeue.E020", "tests.periodic.invalid.tasks.zero_interval", "at least 1 second"),
+    ("leasequeue.E020", "tests.periodic.invalid.tasks.too_often", "at least 1 second"),
+    (
+        "leasequeue.E020",
+        "tests.periodic.invalid.tasks.timezone_without_cron",
+        "cron_timezone='Europe/Paris' without cron or every",
+    ),
+    (
+        "leasequeue.E020",
+        "tests.periodic.invalid.tasks.catch_up_without_a_schedule",
+        "catch_up=3 without cron or every",
+    ),
     ("leasequeue.E021", "tests.periodic.invalid.tasks.needs_an_argument", "needs user_id"),
 ]
 
