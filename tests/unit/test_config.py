@@ -53,6 +53,19 @@ def test_metrics_options_default_to_off_and_take_their_values():
     assert BackendConfig.from_options({}).worker_retention_seconds == 86400
 
 
+@pytest.mark.django_db
+def test_check_e007_metrics_port_must_be_a_tcp_port():
+    def e007(port: int) -> list[str]:
+        config = BackendConfig.from_options({"metrics_port": port})
+        return [m.msg for m in check_backend("default", config) if m.id == "leasequeue.E007"]
+
+    assert e007(1) == e007(9100) == e007(65535) == []
+    assert e007(70000) == [
+        "TASKS['default'] OPTIONS metrics_port 70000 is not a TCP port (1 to 65535)."
+    ]
+    assert e007(65536) != []
+
+
 def test_redis_alias_may_be_none_for_polling_only():
     assert BackendConfig.from_options({"redis_alias": None}).redis_alias is None
 

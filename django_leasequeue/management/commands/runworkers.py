@@ -6,6 +6,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from django_leasequeue.backend import LeaseQueueBackend, lease_queue_backend
+from django_leasequeue.checks import metrics_ports_problem
 from django_leasequeue.management.arguments import non_negative_float, positive_int
 from django_leasequeue.runtime.config import WorkerConfig
 from django_leasequeue.runtime.logs import configure_logging
@@ -63,6 +64,8 @@ class Command(BaseCommand):
                     alias, "\n".join(f"  {error.id}: {error.msg}" for error in errors)
                 )
             )
+        if problem := metrics_ports_problem(backend.config, options["processes"]):
+            raise CommandError(f"TASKS[{alias!r}] OPTIONS {problem}")
         config = WorkerConfig(
             backend_alias=alias,
             processes=options["processes"],
