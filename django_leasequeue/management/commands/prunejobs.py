@@ -26,7 +26,7 @@ class Command(BaseCommand):
             "--status",
             action="append",
             # Plain strings, so that a refusal lists them as --help does ({succeeded,...}).
-            choices=[status.value for status in JobStatus.terminal()],
+            choices=[str(status) for status in JobStatus.terminal()],
             help="Only jobs that ended so (repeatable; default: every finished status).",
         )
         parser.add_argument(
