@@ -2,14 +2,16 @@
 
 Per queue: jobs queued, running and retrying, and the oldest due job's age; and the number of
 worker processes alive. The counts are the admin summary's (``queue_summary``): exact up to a
-few thousand, estimated from a sample above, so a scrape stays fast on any backlog.
+few thousand, estimated from a sample above, so a scrape stays fast on any backlog. Every
+declared queue has its series, at zero while it has no jobs.
 """
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import Any
 
 from django_leasequeue import protocol
 from django_leasequeue.metrics.client import require
+from django_leasequeue.queue_summary import queue_summary
 
 _PER_QUEUE = (
     ("leasequeue_jobs_queued", "Jobs waiting in the queue (due or not).", "queued"),
@@ -21,15 +23,16 @@ _PER_QUEUE = (
 class DatabaseCollector:
     """A prometheus-client collector over the job table of ``database``."""
 
-    def __init__(self, database: str) -> None:
+    def __init__(self, database: str, declared: Collection[str] = ()) -> None:
         self.database = database
+        self.declared = declared
 
     def describe(self) -> list[Any]:
         return []  # not known before a scrape; registering it must not query the database
 
     def collect(self) -> Iterator[Any]:
         metric_family = require().metrics_core.GaugeMetricFamily
-        summary = protocol.execute(protocol.queue_summary(), self.database)
+        summary = queue_summary(self.database, self.declared)
         for name, documentation, column in _PER_QUEUE:
             family = metric_family(name, documentation, labels=["queue"])
             for row in summary:
