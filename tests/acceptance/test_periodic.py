@@ -148,7 +148,7 @@ def test_pause_and_resume_from_the_admin(start_workers, admin_client):
     response = admin_client.post(
         changelist, {"action": "pause_schedules", "_selected_action": [schedule.pk]}, follow=True
     )
-    assert "1 schedule paused." in response.content.decode()
+    assert f"1 schedule paused ({tick.module_path})" in response.content.decode()
     paused_at = db_now()
     time.sleep(2.5)  # two ticks, and a margin for a loaded machine
     assert not Job.objects.filter(task_path=tick.module_path, enqueued_at__gt=paused_at).exists()
@@ -159,7 +159,7 @@ def test_pause_and_resume_from_the_admin(start_workers, admin_client):
     response = admin_client.post(
         changelist, {"action": "resume_schedules", "_selected_action": [schedule.pk]}, follow=True
     )
-    assert "1 schedule resumed." in response.content.decode()
+    assert f"1 schedule resumed ({tick.module_path})" in response.content.decode()
     wait_until(
         lambda: (
             Job.objects.filter(task_path=tick.module_path, enqueued_at__gt=before_resume).count()
