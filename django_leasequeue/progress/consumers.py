@@ -5,10 +5,15 @@ viewer sees where the job is), then the worker's live ``progress`` and ``status`
 ``final`` state when the job ends, and the server closes. A job that ends without a live event
 (a lost publish, the recover sweep failing it, a cancel from the admin) is noticed by a periodic
 database check, so a viewer is never left waiting on a finished job.
+
+A channel layer that cannot be reached (its Redis down) ends the connection cleanly, refused
+before the handshake or closed after it, with ``CLOSE_UNAVAILABLE``; the page's bar then falls
+back to polling the JSON status view. The outage is logged once, not once per socket.
 """
 
 import asyncio
 import contextlib
+import logging
 import time
 from itertools import chain, repeat
 from typing import Any
@@ -16,7 +21,9 @@ from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from redis.exceptions import RedisError
 
+from django_leasequeue.outage_log import OutageLog
 from django_leasequeue.progress import events, viewers
 from django_leasequeue.progress.access import can_view_job, token_expires_at
 from django_leasequeue.progress.state import JobState, load_job_state, missing_job_state
@@ -27,6 +34,15 @@ CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
 # Sent when the token a connection was opened with expires.
 CLOSE_TOKEN_EXPIRED = 4401
+# Sent when the channel layer cannot be reached (RFC 6455's "try again later").
+CLOSE_UNAVAILABLE = 1013
+# What an unreachable channel layer raises: its Redis's errors (channels-redis), or a socket's.
+_LAYER_DOWN = (RedisError, OSError)
+
+logger = logging.getLogger(__name__)
+_layer_outage = OutageLog(
+    "The channel layer", logger, meanwhile="progress bars poll the JSON status view instead"
+)
 
 # Seconds after connecting of the first database checks, before the steady recheck interval.
 _EARLY_RECHECKS = (0.5, 1.0, 1.5)
@@ -51,6 +67,19 @@ class JobProgressConsumer(AsyncJsonWebsocketConsumer):
         super().__init__(*args, **kwargs)
         self.recheck_seconds = recheck_seconds
 
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        """Channels' consumer loop, which also waits on the channel layer: when the layer is
+        unreachable, the connection ends cleanly instead of with an error and a traceback."""
+        try:
+            await super().__call__(scope, receive, send)
+        except _LAYER_DOWN as exc:
+            job_id = scope.get("url_route", {}).get("kwargs", {}).get("job_id", "?")
+            _layer_outage.failed(f"live progress of job {job_id} unavailable ({exc})")
+            self.group = None  # nothing to leave: the layer is down
+            await self.disconnect(CLOSE_UNAVAILABLE)
+            with contextlib.suppress(Exception):  # the client may be gone already
+                await send({"type": "websocket.close", "code": CLOSE_UNAVAILABLE})
+
     async def connect(self) -> None:
         self.job_id = str(self.scope["url_route"]["kwargs"]["job_id"])
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
@@ -67,6 +96,7 @@ class JobProgressConsumer(AsyncJsonWebsocketConsumer):
         self.watching = True
         self.group = events.group_name(self.job_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
+        _layer_outage.succeeded()
         state = await database_sync_to_async(load_job_state)(self.job_id)
         if state is None:
             await self.channel_layer.group_discard(self.group, self.channel_name)
