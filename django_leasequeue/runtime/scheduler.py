@@ -16,6 +16,7 @@ from datetime import datetime
 
 from django_leasequeue.backend import LeaseQueueBackend
 from django_leasequeue.ids import uuid7_strs
+from django_leasequeue.outage_log import OutageLog
 from django_leasequeue.runtime.database import Database
 from django_leasequeue.schedules.declaration import Declaration, declaration_of
 from django_leasequeue.schedules.firing import job_fields
@@ -59,6 +60,11 @@ class Scheduler:
         self.redis_calls = redis_calls
         self.declarations: dict[str, Declaration] = {}
         self.fields: dict[str, JobFields] = {}
+        # A check that keeps failing (say, a table PostgreSQL refuses) is logged as an outage,
+        # not once a second.
+        self.checks = OutageLog(
+            "The schedule check", logger, meanwhile=f"checking again every {CHECK_SECONDS:g} s"
+        )
 
     async def run(self) -> None:
         self._declare()
@@ -79,8 +85,10 @@ class Scheduler:
                     soonest = min(soonest or next_run_at, next_run_at)
                 if soonest is not None:
                     wait = (soonest - check.now).total_seconds()
-            except Exception:
-                logger.exception("Schedule check failed; checking again in %.0fs.", CHECK_SECONDS)
+            except Exception as exc:
+                self.checks.failed(f"{type(exc).__name__}: {exc}", exc_info=exc)
+            else:
+                self.checks.succeeded()
             await self._pause(min(CHECK_SECONDS, max(_MIN_SLEEP_SECONDS, wait)))
 
     async def _pause(self, seconds: float) -> None:
