@@ -52,7 +52,35 @@ def check_backend(alias: str, config: BackendConfig) -> list[CheckMessage]:
                 id="leasequeue.E006",
             )
         )
+    if config.metrics_port is not None and (problem := metrics_ports_problem(config, 1)):
+        messages.append(
+            Error(
+                f"{where} OPTIONS {problem}",
+                hint=f"Each worker process i serves on metrics_port + i, up to {MAX_PORT}.",
+                id="leasequeue.E007",
+            )
+        )
     return messages
+
+
+# The highest TCP port.
+MAX_PORT = 65535
+
+
+def metrics_ports_problem(config: BackendConfig, processes: int) -> str | None:
+    """Why ``processes`` worker processes cannot each serve metrics on ``metrics_port`` plus
+    their index, or None. The checks know no ``--processes``: they check the first process's
+    port (E007); ``runworkers`` checks them all before it starts any."""
+    port = config.metrics_port
+    if port is None or port + processes - 1 <= MAX_PORT:
+        return None
+    if processes == 1:
+        return f"metrics_port {port} is not a TCP port (1 to {MAX_PORT})."
+    return (
+        f"metrics_port {port} + process index {processes - 1} = {port + processes - 1} is not a "
+        f"TCP port: with --processes {processes}, metrics_port must be at most "
+        f"{MAX_PORT - processes + 1}."
+    )
 
 
 def check_job_database(alias: str, database: str, job_databases: set[str]) -> list[CheckMessage]:
@@ -127,16 +155,17 @@ def check_progress_script(app_configs: object = None, **kwargs: object) -> list[
 
 def check_schedules(alias: str) -> list[CheckMessage]:
     """Every schedule declared for the backend can tick: a valid cron expression (and time zone)
-    or a positive interval, valid options, and a function that needs no arguments but
-    ``scheduled_at``. Imports every installed app's ``tasks`` module to find them."""
+    or an interval of at least a second, valid options (and none without cron or every), and a
+    function that needs no arguments but ``scheduled_at``. Imports every installed app's
+    ``tasks`` module to find them."""
     messages: list[CheckMessage] = []
     for task in scheduled_tasks(alias):
         try:
-            declaration_of(task)
-            if task.catch_up > 1 and task.overlap == "skip":
+            declaration = declaration_of(task)
+            if declaration.catch_up > 1 and declaration.overlap == "skip":
                 messages.append(
                     Warning(
-                        f"Scheduled task {task.module_path}: catch_up={task.catch_up} with "
+                        f"Scheduled task {task.module_path}: catch_up={declaration.catch_up} with "
                         "overlap='skip' runs one missed tick: the others are skipped while it "
                         "is unfinished.",
                         hint="Use overlap='allow', or catch_up=1.",

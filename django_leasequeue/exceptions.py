@@ -56,21 +56,45 @@ class QueueFull(Exception):
     unfinished jobs already wait. Nothing of the enqueue was written.
 
     ``task`` is the task path (None when the queue's cap refused it), ``queue`` the queue name,
-    ``key`` the task's ``max_pending_key`` value (None without one), ``cap`` the limit and
-    ``pending`` the unfinished jobs found.
+    ``key`` the task's ``max_pending_key`` value (None without one), ``cap`` the limit,
+    ``pending`` the unfinished jobs found and ``adding`` the jobs the enqueue would have added
+    under that cap (more than one from ``enqueue_many``): ``pending + adding > cap``. When
+    ``adding > cap`` the batch alone is too big, however many jobs are unfinished.
     """
 
     def __init__(
-        self, *, task: str | None, queue: str, key: str | None, cap: int, pending: int
+        self,
+        *,
+        task: str | None,
+        queue: str,
+        key: str | None,
+        cap: int,
+        pending: int,
+        adding: int = 1,
     ) -> None:
         self.task, self.queue, self.key, self.cap, self.pending = task, queue, key, cap, pending
+        self.adding = adding
         if task is None:
-            what = f"queue {queue!r} holds {pending} unfinished job(s)"
+            scope, holds = f"queue {queue!r}", "holds"
             limit = f'queue_limits["{queue}"]["max_pending"] = {cap}'
         elif key is None:
-            what = f"task {task} has {pending} unfinished job(s)"
+            scope, holds = f"task {task}", "has"
             limit = f"max_pending={cap}"
         else:
-            what = f"task {task} has {pending} unfinished job(s) for key {key!r}"
+            scope, holds = f"task {task} for key {key!r}", "has"
             limit = f"max_pending={cap} per max_pending_key"
-        super().__init__(f"Queue full: {what} ({limit}); nothing was enqueued.")
+        if adding > cap:
+            what = (
+                f"the batch adds {adding} jobs to {scope}, more than its cap allows even with "
+                f"none unfinished ({limit})"
+            )
+        elif adding > 1:
+            what = (
+                f"{scope} {holds} {pending} unfinished job(s), and the batch's {adding} more "
+                f"would pass its cap ({limit})"
+            )
+        elif key is None:
+            what = f"{scope} {holds} {pending} unfinished job(s) ({limit})"
+        else:
+            what = f"task {task} has {pending} unfinished job(s) for key {key!r} ({limit})"
+        super().__init__(f"Queue full: {what}; nothing was enqueued.")

@@ -44,15 +44,23 @@ class LeaseTask(Task):
     max_pending_key: LimitKey = None
     # Periodic jobs (docs/periodic-jobs.md): a cron expression or an interval, checked by the
     # system checks (leasequeue.E020-E022), not here, so that a bad one is reported, not raised.
+    # None is "not given": the schedule's declaration applies the defaults (overlap "skip",
+    # catch_up 1), and an option given without cron or every can be told apart and refused.
     cron: str | None = None
     cron_timezone: str | None = None
     every: timedelta | None = None
-    overlap: Overlap = "skip"
-    catch_up: int = 1
+    overlap: Overlap | None = None
+    catch_up: int | None = None
 
     @property
     def is_scheduled(self) -> bool:
         return self.cron is not None or self.every is not None
+
+    @property
+    def schedule_options(self) -> list[str]:
+        """The periodic options given besides ``cron``/``every``, by name (without either they
+        schedule nothing: a mistake the checks report, leasequeue.E020)."""
+        return [name for name in SCHEDULE_OPTIONS if getattr(self, name) is not None]
 
     def using(
         self,
@@ -92,6 +100,9 @@ class LeaseTask(Task):
         return self.unique_key
 
 
+# The periodic options that only mean something with ``cron`` or ``every``.
+SCHEDULE_OPTIONS = ("cron_timezone", "overlap", "catch_up")
+
 # The flow-control options, as ``using()`` accepts them by name.
 FLOW_OPTIONS = (
     "concurrency",
@@ -124,8 +135,8 @@ def task(
     cron: str | None = ...,
     cron_timezone: str | None = ...,
     every: timedelta | None = ...,
-    overlap: Overlap = ...,
-    catch_up: int = ...,
+    overlap: Overlap | None = ...,
+    catch_up: int | None = ...,
 ) -> LeaseTask: ...
 
 
@@ -150,8 +161,8 @@ def task(
     cron: str | None = ...,
     cron_timezone: str | None = ...,
     every: timedelta | None = ...,
-    overlap: Overlap = ...,
-    catch_up: int = ...,
+    overlap: Overlap | None = ...,
+    catch_up: int | None = ...,
 ) -> Callable[[Callable[..., Any]], LeaseTask]: ...
 
 
@@ -175,8 +186,8 @@ def task(
     cron: str | None = None,
     cron_timezone: str | None = None,
     every: timedelta | None = None,
-    overlap: Overlap = "skip",
-    catch_up: int = 1,
+    overlap: Overlap | None = None,
+    catch_up: int | None = None,
 ) -> LeaseTask | Callable[[Callable[..., Any]], LeaseTask]:
     """Django's ``@task`` with our options; needs a LeaseQueueBackend as ``backend``.
 
@@ -209,8 +220,8 @@ def task(
 
     def declare_and_register(func: Callable[..., Any]) -> LeaseTask:
         declared = declare(func)
-        if declared.is_scheduled:
-            register(declared)
+        if declared.is_scheduled or declared.schedule_options:
+            register(declared)  # checked as a schedule, even one missing its cron/every
         return declared
 
     return declare_and_register(function) if function is not None else declare_and_register

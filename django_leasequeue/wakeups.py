@@ -4,7 +4,8 @@ The same keyspace holds "watch" counters: how many browser pages follow a job li
 workers publish live events only for jobs someone is looking at.
 
 Losing a wakeup costs latency only: workers also poll PostgreSQL, and the recover sweep re-sends
-wakeups for due jobs nobody claimed. So every Redis failure here is logged and swallowed.
+wakeups for due jobs nobody claimed. So every Redis failure here is swallowed, and logged as an
+outage of the backend's Redis (``outage_log``): its first failure, summaries, its end.
 """
 
 import logging
@@ -15,6 +16,7 @@ from typing import Any
 from django_redis import get_redis_connection
 from redis.exceptions import RedisError, ResponseError
 
+from django_leasequeue.outage_log import OutageLog
 from django_leasequeue.tasks_framework import InvalidTaskBackend, task_backends
 
 logger = logging.getLogger(__name__)
@@ -34,6 +36,12 @@ class Wakeups:
         self.key_prefix = key_prefix
         self._paused_until = 0.0
         self._multi_pop = True
+        # Every failed Redis call of this process, one outage at a time (the claimer's too).
+        self.outage = OutageLog(
+            "Redis",
+            logger,
+            meanwhile="wakeups are skipped and workers find jobs by polling PostgreSQL",
+        )
 
     @property
     def enabled(self) -> bool:
@@ -68,13 +76,10 @@ class Wakeups:
             # Called after a commit, where nothing may raise to the caller: an outage, or a
             # cache alias that is not django-redis, costs latency only.
             self._paused_until = time.monotonic() + _PAUSE_AFTER_FAILURE_SECONDS
-            logger.warning(
-                "Redis unreachable (%s): %d job(s) enqueued in PostgreSQL woke no worker; "
-                "workers will find them by polling.",
-                exc,
-                sum(map(len, by_queue.values())),
-            )
+            count = sum(map(len, by_queue.values()))
+            self.outage.failed(f"{count} job(s) enqueued in PostgreSQL woke no worker ({exc})")
             return False
+        self.outage.succeeded()
         return True
 
     def pop(self, queue_names: Sequence[str], max_count: int, timeout: float) -> list[bytes]:
@@ -120,7 +125,7 @@ class Wakeups:
                 name for name, length in zip(queue_names, pipe.execute(), strict=True) if not length
             }
         except RedisError as exc:
-            logger.warning("Redis unreachable (%s): due jobs not woken again.", exc)
+            self.outage.failed(f"due jobs not woken again ({exc})")
             return False
         return self.push((queue_name, job_id) for queue_name, job_id in jobs if queue_name in idle)
 
@@ -137,7 +142,9 @@ class Wakeups:
             pipe.expire(self.watch_key(job_id), _WATCH_TTL_SECONDS)
             pipe.execute()
         except RedisError as exc:
-            logger.warning("Redis unreachable (%s): live viewers of %s not counted.", exc, job_id)
+            self.outage.failed(f"live viewers of job {job_id} not counted ({exc})")
+        else:
+            self.outage.succeeded()
 
     def watched(self, job_ids: Sequence[str]) -> set[str]:
         """Which of these jobs have live viewers (one round trip). Raises RedisError."""

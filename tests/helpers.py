@@ -139,3 +139,16 @@ def running_handle(deadline: float) -> JobHandle:
     handle = JobHandle(job, db=None, progress_interval=1.0, publish=None)
     handle.fence_deadline = deadline
     return handle
+
+
+def validate_status_json(data: dict) -> None:
+    """Raise jsonschema's ValidationError unless ``data`` follows docs/status.schema.json (the
+    documented schema of ``leasequeue status --json``), formats (date-time) included."""
+    import json
+    from pathlib import Path
+
+    import jsonschema
+
+    schema = json.loads((Path(__file__).parent.parent / "docs" / "status.schema.json").read_text())
+    validator = jsonschema.Draft202012Validator
+    validator(schema, format_checker=validator.FORMAT_CHECKER).validate(data)

@@ -27,7 +27,6 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
-from django_leasequeue import protocol
 from django_leasequeue.admin import display as show
 from django_leasequeue.admin import steps
 from django_leasequeue.admin.actions import (
@@ -50,6 +49,7 @@ from django_leasequeue.flow import usage as flow_usage
 from django_leasequeue.models import Job
 from django_leasequeue.progress.widget import TEMPLATE as PROGRESS_TEMPLATE
 from django_leasequeue.progress.widget import progress_bar_context
+from django_leasequeue.queue_summary import declared_queues, queue_summary
 from django_leasequeue.status import JobStatus
 from django_leasequeue.workflows.choices import RunIf
 
@@ -283,7 +283,7 @@ class JobAdmin(admin.ModelAdmin):
         if any("\x00" in value for values in request.GET.lists() for value in values[1]):
             return HttpResponseBadRequest(_("A filter value contains a NUL character."))
         using = job_database()
-        summary = protocol.execute(protocol.queue_summary(), using)
+        summary = queue_summary(using, declared_queues())
         for row in summary:
             age = row["oldest_due_age"]
             row["oldest_due"] = show.duration(age) if age is not None else show.EMPTY

@@ -5,16 +5,15 @@ Schedules come from code, so there is nothing to add or edit here. Pause and res
 conditional UPDATE each that also bumps the schedule's version, so a worker about to fire a
 tick of a schedule that was just paused loses its compare-and-swap; every worker sees the new
 state at its next check (within a second). Run now goes through the same statement as a
-tick (``schedules.firing.run_now``), so it obeys the overlap policy.
+tick (``schedules.firing.run_now``), so it obeys the overlap policy. The actions themselves, and
+the message each leaves, are in ``admin.schedule_actions``.
 """
 
 from typing import Any
 
 from django.contrib import admin, messages
-from django.db import transaction
-from django.db.models import F, OuterRef, QuerySet, Subquery
-from django.db.models.functions import Now
-from django.http import HttpRequest
+from django.db.models import OuterRef, QuerySet, Subquery
+from django.http import HttpRequest, HttpResponseRedirect
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
@@ -23,11 +22,9 @@ from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
 from django_leasequeue.admin import display as show
-from django_leasequeue.backend import job_database, lease_queue_backend
+from django_leasequeue.admin import schedule_actions
+from django_leasequeue.backend import job_database
 from django_leasequeue.models import Job, Schedule
-from django_leasequeue.schedules.declaration import declaration_of
-from django_leasequeue.schedules.discovery import scheduled_tasks
-from django_leasequeue.schedules.firing import ScheduleChanged, run_now
 from django_leasequeue.schedules.timing import InvalidSchedule, timing_of
 
 
@@ -148,66 +145,51 @@ class ScheduleAdmin(admin.ModelAdmin):
         url = reverse(f"{self.admin_site.name}:leasequeue_job_change", args=[schedule.last_job_id])
         return format_html('<a href="{}">{}</a> {}', url, when, show.status_badge(status))
 
-    # Actions
+    # Actions (admin/schedule_actions.py): one message each, naming what was skipped and why.
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict | None = None) -> Any:
+        """A user without any action (view permission only) who posts one anyway is told why
+        nothing happened; Django would show the page again without a word."""
+        if request.method == "POST" and "action" in request.POST and not self.get_actions(request):
+            self.message_user(
+                request,
+                _(
+                    "Nothing was changed: pausing, resuming and running schedules needs the "
+                    "“Can change schedule” permission, and you may only view them."
+                ),
+                messages.ERROR,
+            )
+            return HttpResponseRedirect(request.get_full_path())
+        return super().changelist_view(request, extra_context)
 
     @admin.action(description=_("Pause selected schedules"), permissions=["change"])
     def pause_schedules(self, request: HttpRequest, queryset: QuerySet) -> None:
-        count = queryset.filter(paused=False, retired=False).update(
-            paused=True, version=F("version") + 1
-        )
-        self.message_user(
-            request,
-            ngettext("%d schedule paused.", "%d schedules paused.", count) % count,
-            messages.SUCCESS,
-        )
+        report = schedule_actions.pause(queryset)
+        count = len(report.changed)
+        done = ngettext("%(count)d schedule paused", "%(count)d schedules paused", count)
+        self._tell(request, report, done % {"count": count})
 
     @admin.action(description=_("Resume selected schedules"), permissions=["change"])
     def resume_schedules(self, request: HttpRequest, queryset: QuerySet) -> None:
         """Ticks that passed while paused are not caught up: the schedule starts again now."""
-        count = queryset.filter(paused=True).update(
-            paused=False, covered_until=Now(), next_run_at=Now(), version=F("version") + 1
-        )
-        self.message_user(
-            request,
-            ngettext("%d schedule resumed.", "%d schedules resumed.", count) % count,
-            messages.SUCCESS,
-        )
+        report = schedule_actions.resume(queryset)
+        count = len(report.changed)
+        done = ngettext("%(count)d schedule resumed", "%(count)d schedules resumed", count)
+        self._tell(request, report, done % {"count": count})
 
     @admin.action(description=_("Run selected schedules now"), permissions=["change"])
     def run_schedules_now(self, request: HttpRequest, queryset: QuerySet) -> None:
         """One job each, now, unless the overlap policy skips it (the ticks do not move)."""
-        declared = {task.module_path: task for task in scheduled_tasks()}
-        using = job_database()
-        for schedule in queryset:
-            task = declared.get(schedule.task_path)
-            if schedule.retired or task is None:
-                self.message_user(
-                    request,
-                    _("%s is not in the code: it cannot run.") % schedule.task_path,
-                    messages.ERROR,
-                )
-                continue
-            try:
-                with transaction.atomic(using=using):
-                    job_id = run_now(lease_queue_backend(task.backend), declaration_of(task))
-            except (InvalidSchedule, ScheduleChanged) as exc:
-                self.message_user(request, f"{schedule.task_path}: {exc}", messages.ERROR)
-                continue
-            if job_id is None:
-                self.message_user(
-                    request,
-                    _("%s: skipped, its previous run is unfinished (overlap: skip).")
-                    % schedule.task_path,
-                    messages.WARNING,
-                )
-            else:
-                self.message_user(
-                    request,
-                    format_html(
-                        '{}: <a href="{}">job {}</a> enqueued.',
-                        schedule.task_path,
-                        reverse(f"{self.admin_site.name}:leasequeue_job_change", args=[job_id]),
-                        job_id,
-                    ),
-                    messages.SUCCESS,
-                )
+        site = self.admin_site.name
+        report = schedule_actions.run_selected_now(
+            queryset, lambda job_id: reverse(f"{site}:leasequeue_job_change", args=[job_id])
+        )
+        count = len(report.changed)
+        done = ngettext("%(count)d job enqueued", "%(count)d jobs enqueued", count)
+        self._tell(request, report, done % {"count": count})
+
+    def _tell(
+        self, request: HttpRequest, report: schedule_actions.ScheduleReport, done: str
+    ) -> None:
+        level = messages.SUCCESS if report.changed and not report.skipped else messages.WARNING
+        self.message_user(request, report.message(done), level)

@@ -80,7 +80,12 @@ def check(
         cap = caps[name]
         if pending.get(name, 0) + new[name] > cap.cap:
             raise QueueFull(
-                task=cap.task, queue=cap.queue, key=cap.key, cap=cap.cap, pending=pending[name]
+                task=cap.task,
+                queue=cap.queue,
+                key=cap.key,
+                cap=cap.cap,
+                pending=pending.get(name, 0),
+                adding=new[name],
             )
 
 

@@ -72,6 +72,7 @@ class PartitionUsage:
     cap: int | None
     waiting: int
     state: str  # why its waiting jobs wait, or "" when they may start
+    rate_limit: str | None = None  # the task's own rate limit ("10/s"); None without one
 
 
 def overview(using: str, queue_limits: Mapping[str, QueueLimit]) -> list[PartitionUsage]:
@@ -91,6 +92,11 @@ def overview(using: str, queue_limits: Mapping[str, QueueLimit]) -> list[Partiti
     for row in rows:
         limits = limits_of[row["flow_key"]]
         caps = [limit for limit in limits if "concurrency" in limit and "queue" not in limit]
+        rates = [
+            Rate(limit["rate"], limit["per"])
+            for limit in limits
+            if "rate" in limit and limit["key"].startswith("task:")
+        ]
         held = hold(limits, usage.running, usage.queue_running, usage.tats, usage.now)  # type: ignore[arg-type]  # as above
         partitions.append(
             PartitionUsage(
@@ -100,6 +106,7 @@ def overview(using: str, queue_limits: Mapping[str, QueueLimit]) -> list[Partiti
                 cap=caps[0]["concurrency"] if caps else None,
                 waiting=row["waiting"],
                 state=describe(held) if held is not None and row["waiting"] else "",
+                rate_limit=str(rates[0]) if rates else None,
             )
         )
     return partitions

@@ -1,15 +1,18 @@
-"""What ``manage.py leasequeue status`` shows: queues, live workers, running workflows, and
-whether all is well.
+"""What ``manage.py leasequeue status`` reports: queues, limits in use, live workers, and whether
+all is well (``status_output`` lays it out as text or JSON).
 
-``build`` reads it from the job database (the admin's queue summary, the worker registry, the
-running workflows' index);
-``render_text`` lays it out on one screen, ``as_json`` for machines. A report is unhealthy when
-no worker is alive, or when a queue's oldest due job has waited longer than ``max_age``: the
-command then exits 1, so it can serve as a container health check.
+``build`` reads it from the job database (the queue summary, the flow-control usage and the
+worker registry). A report is unhealthy when no worker is alive, or when a queue's oldest due job
+has waited longer than ``max_age``: the command then exits 1, so it can serve as a container
+health check.
+
+Each limit appears once: a queue's ``queue_limits`` on its queue, a task's own limits on its
+entry under ``limited_tasks`` (a task's entry leaves out the limits of its queue).
 """
 
 import json
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -18,11 +21,32 @@ from django.utils import timezone
 from django_leasequeue import protocol
 from django_leasequeue.backend import LeaseQueueBackend
 from django_leasequeue.flow import usage as flow_usage
-from django_leasequeue.management.durations import duration
+from django_leasequeue.flow.limits import QueueLimit
 from django_leasequeue.models import WorkflowRun
+from django_leasequeue.queue_summary import queue_summary
 from django_leasequeue.workflows.choices import WorkflowStatus
 
-_COUNTS = ("queued", "running", "retrying", "failed")
+COUNTS = ("queued", "running", "retrying", "failed")
+# What a worker started with ``--queues '*'`` lists as its queues: the same token.
+EVERY_QUEUE = "*"
+
+
+@dataclass(frozen=True, slots=True)
+class Cap:
+    """A limit and how much of it is in use now."""
+
+    cap: int
+    used: int
+
+
+@dataclass(frozen=True, slots=True)
+class QueueLimits:
+    """A queue's ``queue_limits``: running jobs against its concurrency, its rate limit, and its
+    unfinished jobs against its max_pending; None where not set."""
+
+    concurrency: Cap | None
+    rate_limit: str | None
+    max_pending: Cap | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +62,20 @@ class QueueLine:
     oldest_due_seconds: float | None
     # Jobs that ended (succeeded, failed, cancelled) in the last minute.
     finished_last_minute: int
+    limits: QueueLimits | None
+
+
+@dataclass(frozen=True, slots=True)
+class LimitedTask:
+    """One of the busiest partitions held to a task's own limits: the task, or one key of it."""
+
+    task: str
+    key: str | None  # the value of the task's limit key; None for the task as a whole
+    concurrency: int | None  # the cap its ``running`` jobs count against
+    rate_limit: str | None
+    running: int
+    waiting: int
+    held: str | None  # why its waiting jobs wait now; None when they may start
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +83,7 @@ class WorkerLine:
     id: str
     host: str
     pid: int
-    queues: list[str] | None  # None: every queue
+    queues: list[str]  # [EVERY_QUEUE] for every queue
     concurrency: int
     jobs_running: int
     jobs_done: int
@@ -53,17 +91,27 @@ class WorkerLine:
 
 
 @dataclass(frozen=True, slots=True)
+class Totals:
+    """Counts over the whole backend: the lines under the text's title, ``totals`` in JSON.
+
+    A new count is a field here (filled in ``build``), a label in ``status_output.TOTAL_LABELS``
+    and a property of ``totals`` in docs/status.schema.json.
+    """
+
+    workers_alive: int
+    # Workflows with steps not finished yet.
+    workflows_running: int
+
+
+@dataclass(frozen=True, slots=True)
 class StatusReport:
     backend: str
     taken_at: datetime
-    queues: list[QueueLine]
-    workers: list[WorkerLine]  # the live ones
     max_age_seconds: float | None
-    # Workflows with steps not finished yet.
-    workflows_running: int = 0
-    # The flow-control limits in use: each queue's queue_limits, then the busiest limited tasks
-    # and keys; each entry a dict naming its scope, its limits and what they use now.
-    limits: list[dict[str, Any]] = field(default_factory=list)
+    totals: Totals
+    queues: list[QueueLine]
+    limited_tasks: list[LimitedTask]
+    workers: list[WorkerLine]  # the live ones
 
     @property
     def problems(self) -> list[str]:
@@ -84,15 +132,21 @@ class StatusReport:
 
 def build(backend: LeaseQueueBackend, *, max_age_seconds: float | None = None) -> StatusReport:
     """Read the report now; the backend's declared queues are listed even when empty."""
-    database = backend.config.database
-    rows = {row["queue_name"]: row for row in protocol.execute(protocol.queue_summary(), database)}
-    queues = [_queue_line(name, rows.get(name)) for name in sorted(set(rows) | backend.queues)]
+    database, queue_limits = backend.config.database, backend.config.queue_limits
+    limits = {
+        row["queue"]: _queue_limits(row)
+        for row in flow_usage.queue_limit_rows(queue_limits, database)
+    }
+    queues = [
+        _queue_line(row, limits.get(row["queue_name"]))
+        for row in queue_summary(database, backend.queues | set(queue_limits))
+    ]
     workers = [
         WorkerLine(
             id=row["id"],
             host=row["host"],
             pid=row["pid"],
-            queues=_decoded(row["queues"]),
+            queues=_decoded(row["queues"]) or [EVERY_QUEUE],
             concurrency=row["concurrency"],
             jobs_running=row["jobs_running"],
             jobs_done=row["jobs_done"],
@@ -104,42 +158,48 @@ def build(backend: LeaseQueueBackend, *, max_age_seconds: float | None = None) -
     return StatusReport(
         backend=backend.alias,
         taken_at=timezone.now(),
-        queues=queues,
-        workers=workers,
         max_age_seconds=max_age_seconds,
-        workflows_running=WorkflowRun.objects.using(database)
-        .filter(status=WorkflowStatus.RUNNING)
-        .count(),
-        limits=_limits_in_use(backend),
+        totals=Totals(
+            workers_alive=len(workers),
+            workflows_running=WorkflowRun.objects.using(database)
+            .filter(status=WorkflowStatus.RUNNING)
+            .count(),
+        ),
+        queues=queues,
+        limited_tasks=_limited_tasks(database, queue_limits),
+        workers=workers,
     )
 
 
-def _limits_in_use(backend: LeaseQueueBackend) -> list[dict[str, Any]]:
-    database, queue_limits = backend.config.database, backend.config.queue_limits
-    limits: list[dict[str, Any]] = []
-    for row in flow_usage.queue_limit_rows(queue_limits, database):
-        line: dict[str, Any] = {"scope": f"queue {row['queue']}"}
-        if row["concurrency"]:
-            line["running"] = f"{row['running']}/{row['concurrency']}"
-        if row["rate_limit"]:
-            line["rate_limit"] = str(row["rate_limit"])
-        if row["max_pending"]:
-            line["unfinished"] = f"{row['pending']}/{row['max_pending']}"
-        limits.append(line)
+def _queue_limits(row: dict[str, Any]) -> QueueLimits:
+    concurrency, max_pending = row["concurrency"], row["max_pending"]
+    return QueueLimits(
+        concurrency=None if concurrency is None else Cap(concurrency, row["running"]),
+        rate_limit=None if row["rate_limit"] is None else str(row["rate_limit"]),
+        max_pending=None if max_pending is None else Cap(max_pending, row["pending"]),
+    )
+
+
+def _limited_tasks(database: str, queue_limits: Mapping[str, QueueLimit]) -> list[LimitedTask]:
+    """The busiest partitions of tasks' own limits (those of a queue's limits alone are the
+    queue's, reported on its line)."""
+    tasks = []
     for partition in flow_usage.overview(database, queue_limits):
-        running = (
-            partition.running if partition.cap is None else f"{partition.running}/{partition.cap}"
+        if not partition.key.startswith("task:"):
+            continue
+        task, _, key = partition.key.removeprefix("task:").partition(":")
+        tasks.append(
+            LimitedTask(
+                task=task,
+                key=key or None,
+                concurrency=partition.cap,
+                rate_limit=partition.rate_limit,
+                running=partition.running,
+                waiting=partition.waiting,
+                held=partition.state or None,
+            )
         )
-        limits.append(
-            {
-                "scope": partition.key,
-                "limits": partition.limits,
-                "running": running,
-                "waiting": partition.waiting,
-                **({"now": partition.state} if partition.state else {}),
-            }
-        )
-    return limits
+    return tasks
 
 
 def _decoded(value: Any) -> Any:
@@ -147,91 +207,13 @@ def _decoded(value: Any) -> Any:
     return json.loads(value) if isinstance(value, str) else value
 
 
-def _queue_line(name: str, row: dict[str, Any] | None) -> QueueLine:
-    if row is None:
-        return QueueLine(name, 0, 0, 0, 0, [], None, 0)
+def _queue_line(row: dict[str, Any], limits: QueueLimits | None) -> QueueLine:
     age = row["oldest_due_age"]
     return QueueLine(
-        name=name,
-        **{count: int(row[count]) for count in _COUNTS},
+        name=row["queue_name"],
+        **{count: int(row[count]) for count in COUNTS},
         estimated=list(row["estimated"]),
         oldest_due_seconds=None if age is None else max(0.0, age.total_seconds()),
         finished_last_minute=int(row["finished_last_minute"]),
+        limits=limits,
     )
-
-
-def as_json(report: StatusReport) -> dict[str, Any]:
-    """The report as JSON-ready data, with ``healthy`` and ``problems``."""
-    data = asdict(report)
-    data["taken_at"] = report.taken_at.isoformat()
-    data["problems"] = report.problems
-    data["healthy"] = not data["problems"]
-    return data
-
-
-def _seconds(value: float | None) -> str:
-    return "—" if value is None else duration(value)
-
-
-def _table(header: list[str], rows: list[list[str]], right: set[int]) -> list[str]:
-    widths = [max(len(cell) for cell in column) for column in zip(header, *rows, strict=True)]
-
-    def line(cells: list[str]) -> str:
-        return "  ".join(
-            cell.rjust(width) if index in right else cell.ljust(width)
-            for index, (cell, width) in enumerate(zip(cells, widths, strict=True))
-        ).rstrip()
-
-    return [line(header), *(line(row) for row in rows)]
-
-
-def render_text(report: StatusReport) -> str:
-    """One screen: the queues, the live workers, the limits in use, and the verdict."""
-    when = timezone.localtime(report.taken_at).strftime("%Y-%m-%d %H:%M:%S %Z")
-    lines = [f"leasequeue status (backend {report.backend!r}) at {when}", ""]
-    queue_rows = [
-        [
-            queue.name,
-            *(
-                ("~" if count in queue.estimated else "") + f"{getattr(queue, count):,}"
-                for count in _COUNTS
-            ),
-            _seconds(queue.oldest_due_seconds),
-            f"{queue.finished_last_minute:,}/min",
-        ]
-        for queue in report.queues
-    ]
-    lines += _table(
-        ["QUEUE", "QUEUED", "RUNNING", "RETRYING", "FAILED", "OLDEST DUE", "FINISHED"],
-        queue_rows,
-        right={1, 2, 3, 4, 6},
-    )
-    if any(queue.estimated for queue in report.queues):
-        lines.append("(~ estimated from a sample of the table: too many to count quickly)")
-    lines += ["", f"WORKERS: {len(report.workers)} alive"]
-    if report.workers:
-        lines += _table(
-            ["ID", "HOST", "PID", "QUEUES", "RUNNING", "DONE", "HEARTBEAT"],
-            [
-                [
-                    worker.id,
-                    worker.host,
-                    str(worker.pid),
-                    ",".join(worker.queues) if worker.queues is not None else "*",
-                    f"{worker.jobs_running}/{worker.concurrency}",
-                    f"{worker.jobs_done:,}",
-                    f"{_seconds(worker.heartbeat_age_seconds)} ago",
-                ]
-                for worker in report.workers
-            ],
-            right={2, 4, 5},
-        )
-    lines += ["", f"WORKFLOWS: {report.workflows_running:,} running"]
-    if report.limits:
-        lines += ["", "LIMITS IN USE"]
-        lines += [
-            ", ".join(f"{key}={value}" for key, value in limit.items()) for limit in report.limits
-        ]
-    problems = report.problems
-    lines += ["", "UNHEALTHY: " + "; ".join(problems) if problems else "OK"]
-    return "\n".join(lines)

@@ -2,7 +2,8 @@
 
 Per queue: jobs queued, running and retrying, and the oldest due job's age; and the number of
 worker processes alive. The counts are the admin summary's (``queue_summary``): exact up to a
-few thousand, estimated from a sample above, so a scrape stays fast on any backlog.
+few thousand, estimated from a sample above, so a scrape stays fast on any backlog. Every
+declared queue has its series, at zero while it has no jobs.
 
 Workflows: how many run now, and how many ended by status, counted in the workflow table at
 scrape time. That count is a counter to Prometheus (``leasequeue_workflows_finished_total``):
@@ -11,7 +12,7 @@ last step), so it is read rather than incremented. Deleting workflow rows makes 
 which ``rate()`` reads as a counter reset.
 """
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import Any
 
 from django.db.models import Count
@@ -19,6 +20,7 @@ from django.db.models import Count
 from django_leasequeue import protocol
 from django_leasequeue.metrics.client import require
 from django_leasequeue.models import WorkflowRun
+from django_leasequeue.queue_summary import queue_summary
 from django_leasequeue.workflows.choices import WorkflowStatus
 
 _PER_QUEUE = (
@@ -31,15 +33,16 @@ _PER_QUEUE = (
 class DatabaseCollector:
     """A prometheus-client collector over the job table of ``database``."""
 
-    def __init__(self, database: str) -> None:
+    def __init__(self, database: str, declared: Collection[str] = ()) -> None:
         self.database = database
+        self.declared = declared
 
     def describe(self) -> list[Any]:
         return []  # not known before a scrape; registering it must not query the database
 
     def collect(self) -> Iterator[Any]:
         metric_family = require().metrics_core.GaugeMetricFamily
-        summary = protocol.execute(protocol.queue_summary(), self.database)
+        summary = queue_summary(self.database, self.declared)
         for name, documentation, column in _PER_QUEUE:
             family = metric_family(name, documentation, labels=["queue"])
             for row in summary:

@@ -15,6 +15,7 @@ from django_leasequeue.backend import job_database, lease_queue_backends
 from django_leasequeue.metrics.client import MetricsUnavailable, multiprocess, require
 from django_leasequeue.metrics.counters import MULTIPROC_DIR
 from django_leasequeue.metrics.gauges import DatabaseCollector
+from django_leasequeue.queue_summary import declared_queues
 
 
 def _bearer_token(request: HttpRequest) -> str | None:
@@ -50,7 +51,7 @@ def exposition() -> bytes:
     else:
         processes = client.REGISTRY
     database = client.CollectorRegistry()
-    database.register(DatabaseCollector(job_database()))
+    database.register(DatabaseCollector(job_database(), declared_queues()))
     return client.generate_latest(processes) + client.generate_latest(database)
 
 

@@ -10,10 +10,15 @@ viewer is never left waiting on something finished.
 A job's viewer gets the worker's ``progress`` and ``status`` events as they are. A workflow's
 viewer gets ``state`` events: each event of one of its steps makes the consumer read the
 workflow's state again (at most ``WORKFLOW_REFRESH_SECONDS`` apart, however many steps report).
+
+A channel layer that cannot be reached (its Redis down) ends the connection cleanly, refused
+before the handshake or closed after it, with ``CLOSE_UNAVAILABLE``; the page's bar then falls
+back to polling the JSON status view. The outage is logged once, not once per socket.
 """
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import Callable
 from itertools import chain, repeat
@@ -22,7 +27,9 @@ from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from redis.exceptions import RedisError
 
+from django_leasequeue.outage_log import OutageLog
 from django_leasequeue.progress import events, viewers
 from django_leasequeue.progress.access import (
     Kind,
@@ -42,6 +49,15 @@ CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
 # Sent when the token a connection was opened with expires.
 CLOSE_TOKEN_EXPIRED = 4401
+# Sent when the channel layer cannot be reached (RFC 6455's "try again later").
+CLOSE_UNAVAILABLE = 1013
+# What an unreachable channel layer raises: its Redis's errors (channels-redis), or a socket's.
+_LAYER_DOWN = (RedisError, OSError)
+
+logger = logging.getLogger(__name__)
+_layer_outage = OutageLog(
+    "The channel layer", logger, meanwhile="progress bars poll the JSON status view instead"
+)
 
 # Seconds after connecting of the first database checks, before the steady recheck interval.
 _EARLY_RECHECKS = (0.5, 1.0, 1.5)
@@ -83,6 +99,19 @@ class ProgressConsumer(AsyncJsonWebsocketConsumer):
         super().__init__(*args, **kwargs)
         self.recheck_seconds = recheck_seconds
 
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        """Channels' consumer loop, which also waits on the channel layer: when the layer is
+        unreachable, the connection ends cleanly instead of with an error and a traceback."""
+        try:
+            await super().__call__(scope, receive, send)
+        except _LAYER_DOWN as exc:
+            object_id = scope.get("url_route", {}).get("kwargs", {}).get(self.url_kwarg, "?")
+            _layer_outage.failed(f"live progress of {object_id} unavailable ({exc})")
+            self.group = None  # nothing to leave: the layer is down
+            await self.disconnect(CLOSE_UNAVAILABLE)
+            with contextlib.suppress(Exception):  # the client may be gone already
+                await send({"type": "websocket.close", "code": CLOSE_UNAVAILABLE})
+
     async def connect(self) -> None:
         self.object_id = str(self.scope["url_route"]["kwargs"][self.url_kwarg])
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
@@ -100,6 +129,7 @@ class ProgressConsumer(AsyncJsonWebsocketConsumer):
         self.watching = True
         self.group = type(self).group_of(self.object_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
+        _layer_outage.succeeded()
         state = await self.read_state()
         if state is None:
             await self.channel_layer.group_discard(self.group, self.channel_name)

@@ -286,14 +286,12 @@ class Claimer:
                 self.redis_thread, self.wakeups.pop, self.wakeup_queues, count, timeout
             )
         except RedisError as exc:
-            if not self.redis_down:
-                logger.warning("Redis unreachable (%s): polling PostgreSQL instead.", exc)
+            self.wakeups.outage.failed(f"no wakeups to wait on ({exc})")
             self.redis_down = True
             self._redis_retry_at = time.monotonic() + _REDIS_RETRY_SECONDS
             return None
-        if self.redis_down:
-            logger.warning("Redis is back: waiting on wakeups again.")
-            self.redis_down = False
+        self.wakeups.outage.succeeded()
+        self.redis_down = False
         return job_ids(raw, self._garbage)
 
     async def _sleep_unless_stopping(self, seconds: float) -> None:

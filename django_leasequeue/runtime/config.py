@@ -14,4 +14,7 @@ class WorkerConfig:
     grace: float = 30.0
     # Drain what is due, then exit 0.
     burst: bool = False
+    # A burst whose PostgreSQL does not answer for this long gives up and exits non-zero (a
+    # service waits for ever: it has nowhere else to be).
+    max_wait: float = 60.0
     log_level: str = "INFO"

@@ -9,6 +9,7 @@ from functools import partial
 import psycopg
 
 from django_leasequeue import protocol
+from django_leasequeue.outage_log import OutageLog
 from django_leasequeue.runtime.connection import connect_async
 
 logger = logging.getLogger(__name__)
@@ -34,6 +35,11 @@ def login_refused(exc: psycopg.OperationalError) -> bool:
     return "FATAL" in message and any(reason in message for reason in _REFUSED_LOGIN)
 
 
+def postgres_outage() -> OutageLog:
+    """The outage log of one worker process's PostgreSQL connections."""
+    return OutageLog("PostgreSQL", logger, meanwhile=f"retrying every {_RECONNECT_DELAYS[-1]:g} s")
+
+
 class Database:
     """Runs protocol statements; on a lost connection, reconnects with backoff and runs again.
 
@@ -49,12 +55,21 @@ class Database:
     """
 
     def __init__(
-        self, using: str, *, prepared_statements: bool, name: str, lease_seconds: float
+        self,
+        using: str,
+        *,
+        prepared_statements: bool,
+        name: str,
+        lease_seconds: float,
+        outage: OutageLog | None = None,
     ) -> None:
         self.using = using
         self.prepared_statements = prepared_statements
         self.name = name
         self.lease_seconds = lease_seconds
+        # Lost connections and failed connects, logged as outages (shared by the connections
+        # of one worker process: one outage, one set of lines).
+        self.outage = outage or postgres_outage()
         self._conn: psycopg.AsyncConnection | None = None
         self._conn_lock = asyncio.Lock()
         self._connecting = asyncio.Lock()
@@ -92,13 +107,7 @@ class Database:
                 if not conn.broken and not conn.closed:
                     raise
                 delay = _RECONNECT_DELAYS[min(attempt, len(_RECONNECT_DELAYS) - 1)]
-                logger.warning(
-                    "PostgreSQL connection %s lost during %s (%s); reconnecting in %.2fs.",
-                    self.name,
-                    name,
-                    exc,
-                    delay,
-                )
+                self.outage.failed(f"connection {self.name} lost during {name} ({exc})")
                 if self._conn is conn:
                     self._conn = None
                 attempt += 1
@@ -119,13 +128,12 @@ class Database:
                     if login_refused(exc):
                         raise
                     delay = _RECONNECT_DELAYS[min(attempt, len(_RECONNECT_DELAYS) - 1)]
-                    logger.warning(
-                        "Cannot connect to PostgreSQL (%s); retrying in %.2fs.", exc, delay
-                    )
+                    self.outage.failed(f"cannot connect ({exc})")
                     attempt += 1
                     await asyncio.sleep(delay)
                 else:
                     self._conn, self._conn_lock = conn, asyncio.Lock()
+                    self.outage.succeeded()
             return self._conn, self._conn_lock
 
     def abandon(self, statement: asyncio.Task) -> None:

@@ -9,7 +9,7 @@ from multiprocessing.connection import Connection
 
 from django_leasequeue.runtime.config import WorkerConfig
 from django_leasequeue.runtime.logs import configure_logging
-from django_leasequeue.runtime.startup import STARTUP_FAILED, StartupReporter
+from django_leasequeue.runtime.startup import GAVE_UP_WAITING, STARTUP_FAILED, StartupReporter
 
 # The signal the supervisor sends a worker process to stop now (release its jobs at once).
 STOP_NOW = signal.SIGUSR1
@@ -70,4 +70,8 @@ async def _run(
     loop.add_signal_handler(signal.SIGTERM, worker.request_stop)
     loop.add_signal_handler(STOP_NOW, worker.request_stop_now)
     await worker.run(on_started=reporter.started)
+    if worker.gave_up is not None:
+        if not reporter.done:  # the supervisor shows it as the reason it could not start
+            reporter.failed(worker.gave_up)
+        return GAVE_UP_WAITING
     return 1 if worker.failed else 0

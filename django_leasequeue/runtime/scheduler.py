@@ -16,6 +16,7 @@ from datetime import datetime
 
 from django_leasequeue.backend import LeaseQueueBackend
 from django_leasequeue.ids import uuid7_strs
+from django_leasequeue.outage_log import OutageLog
 from django_leasequeue.protocol import database_now
 from django_leasequeue.runtime.database import Database
 from django_leasequeue.schedules.declaration import Declaration, declaration_of
@@ -59,6 +60,11 @@ class Scheduler:
         self.redis_calls = redis_calls
         self.declarations: dict[str, Declaration] = {}
         self.fields: dict[str, JobFields] = {}
+        # A check that keeps failing (say, a table PostgreSQL refuses) is logged as an outage,
+        # not once a second.
+        self.checks = OutageLog(
+            "The schedule check", logger, meanwhile=f"checking again every {CHECK_SECONDS:g} s"
+        )
 
     async def run(self) -> None:
         self._declare()
@@ -79,8 +85,10 @@ class Scheduler:
                     soonest = min(soonest or next_run_at, next_run_at)
                 if soonest is not None:
                     wait = (soonest - check.now).total_seconds()
-            except Exception:
-                logger.exception("Schedule check failed; checking again in %.0fs.", CHECK_SECONDS)
+            except Exception as exc:
+                self.checks.failed(f"{type(exc).__name__}: {exc}", exc_info=exc)
+            else:
+                self.checks.succeeded()
             await self._pause(min(CHECK_SECONDS, max(_MIN_SLEEP_SECONDS, wait)))
 
     async def _pause(self, seconds: float) -> None:
@@ -127,7 +135,7 @@ class Scheduler:
         step another process got to first (it carries out the rest)."""
         declaration = self.declarations[due.task_path]
         fields = self.fields[due.task_path]
-        plan = plan_ticks(declaration.timing, due.covered_until, now, declaration.task.catch_up)
+        plan = plan_ticks(declaration.timing, due.covered_until, now, declaration.catch_up)
         version = due.version
         # Without a tick to fire, one step records the missed ticks and the next run.
         steps = plan.fire or [plan.covered_until]
@@ -157,7 +165,7 @@ class Scheduler:
                         "Schedule %s: %d missed tick(s) passed over (catch_up=%d).",
                         due.task_path,
                         plan.missed,
-                        declaration.task.catch_up,
+                        declaration.catch_up,
                     )
                 if fired.job_id is not None:
                     woken.append((fields.queue_name, str(fired.job_id)))

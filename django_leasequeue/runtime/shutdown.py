@@ -16,6 +16,7 @@ import time
 from collections.abc import Coroutine
 from typing import Any
 
+from django_leasequeue.management.durations import duration
 from django_leasequeue.runtime.batching import Batcher
 
 logger = logging.getLogger(__name__)
@@ -46,8 +47,10 @@ class StopClock:
 
 
 async def unless_stopped(awaitable: Coroutine[Any, Any, None], stopping: asyncio.Event) -> bool:
-    """Await ``awaitable`` unless a stop is requested first (a worker starting while PostgreSQL
-    is down waits for it, but not past a stop request); whether it finished."""
+    """Await ``awaitable``, the worker's first statement, unless a stop is requested first (a
+    worker starting while PostgreSQL is down waits for it, but not past a stop request);
+    whether it finished."""
+    began = time.monotonic()
     task = asyncio.ensure_future(awaitable)
     stop = asyncio.create_task(stopping.wait())
     await asyncio.wait([task, stop], return_when=asyncio.FIRST_COMPLETED)
@@ -55,7 +58,11 @@ async def unless_stopped(awaitable: Coroutine[Any, Any, None], stopping: asyncio
     if task.done():
         task.result()  # its error, if any, is the caller's
         return True
-    await finish_or_cancel([task], 0, "connecting to PostgreSQL")
+    logger.warning(
+        "Stopping: gave up waiting for PostgreSQL's first answer after %s of trying.",
+        duration(time.monotonic() - began),
+    )
+    await _cancel({task})
     return False
 
 
@@ -103,6 +110,11 @@ async def finish_or_cancel(tasks: list[asyncio.Task], seconds: float, what: str)
         seconds,
         len(pending),
     )
+    await _cancel(pending)
+
+
+async def _cancel(pending: set[asyncio.Task]) -> None:
+    """Cancel the tasks and let them unwind, within ``UNWIND_SECONDS`` twice at most."""
     for _ in range(2):
         for task in pending:
             task.cancel()

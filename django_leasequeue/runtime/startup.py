@@ -20,6 +20,8 @@ from multiprocessing.connection import Connection
 
 # Exit status of a worker process that could not start (its error went to the supervisor).
 STARTUP_FAILED = 4
+# Exit status of a burst's worker process that gave up waiting for PostgreSQL (--max-wait).
+GAVE_UP_WAITING = 5
 
 
 class StartupReporter:
@@ -34,9 +36,10 @@ class StartupReporter:
             self.done = True
             self._send(("started", ""))
 
-    def failed(self) -> None:
-        """Send the exception being handled, formatted; print it if nobody listens."""
-        text = traceback.format_exc().rstrip()
+    def failed(self, reason: str | None = None) -> None:
+        """Send ``reason``, or else the exception being handled, formatted; print it if nobody
+        listens."""
+        text = reason or traceback.format_exc().rstrip()
         self.done = True
         if not self._send(("failed", text)):
             print(text, file=sys.stderr, flush=True)

@@ -16,7 +16,7 @@ from django_leasequeue.metrics import counters as metrics
 from django_leasequeue.runtime.config import WorkerConfig
 from django_leasequeue.runtime.process import STOP_NOW, worker_main
 from django_leasequeue.runtime.registry import mark_dead
-from django_leasequeue.runtime.startup import StartupState, spawn_without_main
+from django_leasequeue.runtime.startup import GAVE_UP_WAITING, StartupState, spawn_without_main
 from django_leasequeue.runtime.worker_id import new_worker_id
 
 logger = logging.getLogger(__name__)
@@ -137,6 +137,14 @@ class Supervisor:
         if not started:
             self._startup_failed(slot, code)
             return 0
+        if self.config.burst and code == GAVE_UP_WAITING:  # said why; another try would wait too
+            logger.critical(
+                "Worker process %d gave up waiting for PostgreSQL (--max-wait): stopping "
+                "runworkers.",
+                slot.index,
+            )
+            self._give_up()
+            return 1
         slot.startup_failures = 0
         self._expire_leases_of(slot)
         ran_for = now - slot.started_at

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from django_leasequeue.backend import LeaseQueueBackend
+from django_leasequeue.management.durations import duration
 from django_leasequeue.metrics import counters as metrics
 from django_leasequeue.progress.events import apublish
 from django_leasequeue.protocol import ClaimedJob
@@ -17,7 +18,7 @@ from django_leasequeue.runtime.claimer import Claimer
 from django_leasequeue.runtime.completions import CompletionBatcher
 from django_leasequeue.runtime.config import WorkerConfig
 from django_leasequeue.runtime.context import JobContext
-from django_leasequeue.runtime.database import Database
+from django_leasequeue.runtime.database import Database, postgres_outage
 from django_leasequeue.runtime.execution import Outcome, error_of, resolve, run_attempt
 from django_leasequeue.runtime.handle import JobHandle, StopReason
 from django_leasequeue.runtime.heartbeat import Heartbeat
@@ -56,11 +57,15 @@ class WorkerLoop:
         # Redis lists to wait on: the named queues, or every queue the backend declares.
         wakeup_queues = self.queues or sorted(backend.queues)
         self.use_wakeups = backend.wakeups.enabled and bool(wakeup_queues) and not config.burst
+        # Both connections' failures, as one outage of this process's PostgreSQL.
+        self.postgres = postgres_outage()
         self.db = self._database("work")
         # Heartbeats and sweeps get their own connection so claims never delay them.
         self.beat_db = self._database("heartbeat")
         # Set when a service task died: the process exits non-zero, to be restarted.
         self.failed = False
+        # Why a burst gave up waiting for PostgreSQL (--max-wait); None while it has not.
+        self.gave_up: str | None = None
         self.in_flight: dict[uuid.UUID, JobHandle] = {}
         self.runners: set[asyncio.Task] = set()
         self.threads = JobThreads(config.concurrency, "leasequeue-job")
@@ -129,6 +134,7 @@ class WorkerLoop:
             prepared_statements=self.backend_config.prepared_statements,
             name=name,
             lease_seconds=self.backend_config.lease_seconds,
+            outage=self.postgres,
         )
 
     # Lifecycle
@@ -160,6 +166,14 @@ class WorkerLoop:
             self.config.concurrency,
             "redis" if self.use_wakeups else "off (polling)",
         )
+        waiting = asyncio.create_task(self._give_up_waiting(), name="max-wait")
+        try:
+            await self._serve(on_started)
+        finally:
+            waiting.cancel()
+
+    async def _serve(self, on_started: Callable[[], None] | None) -> None:
+        """The first sweep (waiting for PostgreSQL), then the services until claiming ends."""
         if not await unless_stopped(self.sweep.sweep_once(), self.stopping):
             await close_within(self.beat_db.close())
             logger.info("Worker %s stopped before PostgreSQL answered.", self.worker_id)
@@ -195,6 +209,20 @@ class WorkerLoop:
             self.redis_calls.shutdown(wait=False, cancel_futures=True)
             self.threads.shutdown()
         logger.info("Worker %s stopped.", self.worker_id)
+
+    async def _give_up_waiting(self) -> None:
+        """A burst stops now once PostgreSQL has not answered for ``--max-wait`` seconds (its
+        process then exits non-zero); a service waits for ever."""
+        if not self.config.burst:
+            return
+        while (down_for := self.postgres.down_for()) < self.config.max_wait:
+            await asyncio.sleep(min(1.0, self.config.max_wait - down_for))
+        self.gave_up = (
+            f"PostgreSQL has not answered for {duration(down_for)}: the burst gives up "
+            f"(--max-wait {self.config.max_wait:g})."
+        )
+        logger.error("%s", self.gave_up)
+        self.request_stop_now()
 
     async def _claim_then_drain(self) -> None:
         claiming = asyncio.create_task(self.claimer.run(), name="claim-loop")

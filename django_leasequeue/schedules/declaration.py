@@ -9,6 +9,9 @@ from django_leasequeue.schedules.timing import InvalidSchedule, Timing, timing_o
 from django_leasequeue.task import LeaseTask
 
 OVERLAP_POLICIES = ("skip", "allow")
+# What a schedule does when the task does not say (``LeaseTask`` holds None then).
+DEFAULT_OVERLAP = "skip"
+DEFAULT_CATCH_UP = 1
 # The one parameter a scheduled task may take: the tick's time.
 SCHEDULED_AT = "scheduled_at"
 
@@ -28,6 +31,14 @@ class Declaration:
         return self.task.module_path
 
     @property
+    def overlap(self) -> str:
+        return self.task.overlap or DEFAULT_OVERLAP
+
+    @property
+    def catch_up(self) -> int:
+        return DEFAULT_CATCH_UP if self.task.catch_up is None else self.task.catch_up
+
+    @property
     def unique_key(self) -> str | None:
         """A string unique key is stored on every job of the schedule (a callable is refused)."""
         return self.task.unique_key if isinstance(self.task.unique_key, str) else None
@@ -35,11 +46,20 @@ class Declaration:
 
 def declaration_of(task: LeaseTask) -> Declaration:
     """Validate a scheduled task; raises InvalidSchedule (or InvalidScheduledCall) saying why."""
+    if not task.is_scheduled and task.schedule_options:
+        given = ", ".join(f"{name}={getattr(task, name)!r}" for name in task.schedule_options)
+        raise InvalidSchedule(
+            f"{given} without cron or every: the task is not a schedule, so it has no effect. "
+            "Give cron or every, or remove it."
+        )
     timing = timing_of(task.cron, task.cron_timezone, task.every, settings.TIME_ZONE)
-    if task.overlap not in OVERLAP_POLICIES:
+    if task.overlap is not None and task.overlap not in OVERLAP_POLICIES:
         raise InvalidSchedule(f"overlap must be 'skip' or 'allow', not {task.overlap!r}.")
-    if not isinstance(task.catch_up, int) or isinstance(task.catch_up, bool) or task.catch_up < 0:
-        raise InvalidSchedule(f"catch_up must be a whole number ≥ 0, not {task.catch_up!r}.")
+    catch_up = task.catch_up
+    if catch_up is not None and (
+        not isinstance(catch_up, int) or isinstance(catch_up, bool) or catch_up < 0
+    ):
+        raise InvalidSchedule(f"catch_up must be a whole number ≥ 0, not {catch_up!r}.")
     if callable(task.unique_key):
         raise InvalidSchedule(
             "a scheduled task's unique_key must be a string: a tick has no arguments to call "

@@ -1,5 +1,7 @@
-"""The scheduled tasks of this process: registered by ``@task(cron=...)`` / ``@task(every=...)``,
-found by importing every installed app's ``tasks`` module (as the admin finds ``admin``)."""
+"""The scheduled tasks of this process: registered by ``@task(cron=...)`` / ``@task(every=...)``
+(and by a task giving ``overlap``, ``catch_up`` or ``cron_timezone`` without either, so that the
+checks can refuse it), found by importing every installed app's ``tasks`` module (as the admin
+finds ``admin``)."""
 
 from typing import TYPE_CHECKING
 

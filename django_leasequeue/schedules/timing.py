@@ -16,6 +16,10 @@ from cron_descriptor import get_description
 from cronsim import CronSim, CronSimError
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# The shortest ``every``: the scheduler checks about once a second (so a shorter interval would
+# not tick on time anyway), and each tick is a job row and a transaction of its own
+# (docs/periodic-jobs.md).
+MIN_INTERVAL = timedelta(seconds=1)
 
 
 class InvalidSchedule(ValueError):
@@ -58,8 +62,11 @@ class IntervalTiming:
     def __post_init__(self) -> None:
         if not isinstance(self.interval, timedelta):
             raise InvalidSchedule(f"every must be a timedelta, not {self.interval!r}.")
-        if self.interval <= timedelta(0):
-            raise InvalidSchedule(f"every must be longer than zero, not {self.interval}.")
+        if self.interval < MIN_INTERVAL:
+            raise InvalidSchedule(
+                f"every must be at least 1 second, not {self.interval}: the "
+                "scheduler checks about once a second, and each tick is a job of its own."
+            )
 
     def ticks_after(self, moment: datetime) -> Iterator[datetime]:
         tick = _EPOCH + (moment - _EPOCH) // self.interval * self.interval

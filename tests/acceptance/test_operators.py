@@ -22,6 +22,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from django_leasequeue.models import Job, Worker
 from tests.acceptance import harness
 from tests.acceptance.harness import ROOT, wait_until
+from tests.helpers import validate_status_json
 from tests.processes import popen_options
 from tests.tasks import add, async_sleep, flaky
 
@@ -122,16 +123,17 @@ def _env() -> dict[str, str]:
 def test_status_is_healthy_with_live_workers_and_exits_1_without(start_workers):
     done = status()
     assert done.returncode == 1 and "no worker is alive" in done.stderr
-    assert "WORKERS: 0 alive" in done.stdout
+    assert "Workers alive:  0" in done.stdout
 
     workers = start_workers("--processes", "2")
     wait_until(lambda: len(alive_rows()) == 2, 20, "two registered workers")
     ids = [add.enqueue(i, 1).id for i in range(10)]
     wait_until(lambda: all_done(ids), 30, "10 jobs")
-    wait_until(lambda: "2 alive" in status().stdout, 10, "status sees both workers")
+    wait_until(lambda: "Workers alive:  2" in status().stdout, 10, "status sees both workers")
     done = status("--json")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
+    validate_status_json(report)
     assert report["healthy"] is True and report["problems"] == []
     assert len(report["workers"]) == 2
     assert {w["pid"] for w in report["workers"]} == set(workers.children())
@@ -139,7 +141,13 @@ def test_status_is_healthy_with_live_workers_and_exits_1_without(start_workers):
     assert set(queues) == {"default", "high", "low", "other", "llm"}  # the declared queues
     assert queues["default"]["finished_last_minute"] == 10
     # The llm queue's limits (tests/settings.py), unused; no limited task has jobs.
-    assert report["limits"] == [{"scope": "queue llm", "running": "0/2", "unfinished": "0/1000"}]
+    assert queues["llm"]["limits"] == {
+        "concurrency": {"cap": 2, "used": 0},
+        "rate_limit": None,
+        "max_pending": {"cap": 1000, "used": 0},
+    }
+    assert report["limited_tasks"] == [] and report["totals"] == {"workers_alive": 2}
+    assert all(worker["queues"] == ["default"] for worker in report["workers"])
 
     workers.stop()
     done = status("--json")
@@ -187,7 +195,7 @@ def test_status_watch_refreshes_in_place_in_a_terminal(start_workers):
     os.close(leader)
     frames = [frame for frame in screen.split(b"\x1b[H\x1b[2J") if frame.strip()]
     assert len(frames) >= 2
-    assert all(b"WORKERS: 1 alive" in frame and b"OK" in frame for frame in frames[:2])
+    assert all(b"Workers alive:  1" in frame and b"OK" in frame for frame in frames[:2])
 
 
 # Prometheus metrics

@@ -30,6 +30,7 @@ from tests.periodic.catching_up.tasks import (
 )
 from tests.periodic.every_second.tasks import tick
 from tests.periodic.overlapping.tasks import slow_tick
+from tests.servers import RedisServer
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.crash]
 
@@ -140,6 +141,40 @@ def test_kill_9_of_the_scheduling_process_misses_and_doubles_no_tick(start_worke
     print(f"kill -9 x{kills}: {len(ticks)} ticks, none missed or doubled")
 
 
+def test_a_redis_outage_is_one_line_however_many_ticks_it_lasts(start_workers):
+    """The workers' Redis stops for several ticks: the schedule goes on (its jobs are found by
+    polling), and the log says so once, then once more when Redis answers again."""
+    own_redis = RedisServer().start()
+    try:
+        workers = start_workers(
+            "--concurrency", "4", env={**installing("every_second"), "REDIS_URL": own_redis.url}
+        )
+        wait_until(lambda: len(ticks_of(tick)) >= 2, 90, "the first ticks")
+        own_redis.stop()
+        stopped_at = db_now()
+
+        def run_since(moment: datetime) -> int:
+            return Job.objects.filter(
+                task_path=tick.module_path, enqueued_at__gt=moment, status="succeeded"
+            ).count()
+
+        wait_until(lambda: run_since(stopped_at) >= 8, 60, "ticks run during the outage")
+        redis_lines = [line for line in workers.log().splitlines() if " Redis: " in line]
+        assert len(redis_lines) == 1, redis_lines  # not one per tick, nor per poll
+        assert "WARNING" in redis_lines[0]
+
+        own_redis.start()
+        wait_until(lambda: "Redis answers again" in workers.log(), 30, "the end of the outage")
+        back_at = db_now()
+        wait_until(lambda: run_since(back_at) >= 2, 30, "ticks after the outage")
+        log = workers.log()
+        assert log.count("Redis answers again, after ") == 1
+        assert len([line for line in log.splitlines() if " Redis: " in line]) == 1
+        assert "Traceback" not in log
+    finally:
+        own_redis.stop()
+
+
 def test_pause_and_resume_from_the_admin(start_workers, admin_client):
     workers = start_workers(
         "--processes", "2", "--concurrency", "4", env=installing("every_second")
@@ -151,7 +186,7 @@ def test_pause_and_resume_from_the_admin(start_workers, admin_client):
     response = admin_client.post(
         changelist, {"action": "pause_schedules", "_selected_action": [schedule.pk]}, follow=True
     )
-    assert "1 schedule paused." in response.content.decode()
+    assert f"1 schedule paused ({tick.module_path})" in response.content.decode()
     paused_at = db_now()
     time.sleep(2.5)  # two ticks, and a margin for a loaded machine
     assert not Job.objects.filter(task_path=tick.module_path, enqueued_at__gt=paused_at).exists()
@@ -162,7 +197,7 @@ def test_pause_and_resume_from_the_admin(start_workers, admin_client):
     response = admin_client.post(
         changelist, {"action": "resume_schedules", "_selected_action": [schedule.pk]}, follow=True
     )
-    assert "1 schedule resumed." in response.content.decode()
+    assert f"1 schedule resumed ({tick.module_path})" in response.content.decode()
     wait_until(
         lambda: (
             Job.objects.filter(task_path=tick.module_path, enqueued_at__gt=before_resume).count()

@@ -143,3 +143,32 @@ def scalar_or_none(url: str) -> int | None:
         return scalar(url, "SELECT count(*) FROM leasequeue_job")
     except psycopg.OperationalError:
         return None
+
+
+def test_a_burst_gives_up_when_postgresql_goes_down_mid_run(start_workers, own_postgres):
+    """PostgreSQL stops while a burst runs jobs: the burst waits --max-wait seconds, stops, and
+    runworkers exits 1 saying why, instead of waiting for ever (and no process restarts)."""
+    server, url = own_postgres
+    enqueue = django_shell(
+        url,
+        "from tests.tasks import async_sleep\n"
+        "async_sleep.get_backend().enqueue_many([(async_sleep, (30,), {}) for _ in range(3)])",
+    )
+    assert enqueue.returncode == 0, enqueue.stderr
+    workers = start_workers("--burst", "--max-wait", "2", options=OPTIONS, database_url=url)
+    wait_until(
+        lambda: scalar(url, "SELECT count(*) FROM leasequeue_job WHERE status = 'running'") == 3,
+        30,
+        "the jobs to run",
+    )
+    server.stop("fast")
+    stopped_at = time.monotonic()
+    code = workers.process.wait(60)
+    took = time.monotonic() - stopped_at
+    log = workers.log()
+    assert code == 1, log
+    assert 2 <= took < 20, f"gave up {took:.1f} s after PostgreSQL stopped"
+    assert "the burst gives up (--max-wait 2)." in log
+    assert "Worker process 0 gave up waiting for PostgreSQL (--max-wait): stopping" in log
+    assert log.count("Started worker process") == 1  # not restarted to wait again
+    print(f"burst gave up {took:.1f} s after PostgreSQL stopped (--max-wait 2)")

@@ -10,6 +10,7 @@ from tests.acceptance.asgi_server import Daphne
 from tests.acceptance.browser import screenshot_path
 from tests.acceptance.harness import THROUGH_PGBOUNCER
 from tests.progress_tasks import stepped
+from tests.servers import RedisServer
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 
@@ -98,6 +99,34 @@ def test_bar_falls_back_to_polling_when_websockets_are_unavailable(
     # The token travels in a header, never in the URL (which access logs record).
     assert all(poll.url.endswith(f"/leasequeue/jobs/{job_id}/status/") for poll in polls)
     assert all(poll.headers.get("x-leasequeue-token") for poll in polls)
+
+
+def test_bar_falls_back_to_polling_when_the_channel_layer_is_down(
+    open_page, start_workers, tmp_path
+):
+    """Daphne's channel layer (its Redis) unreachable: each of the page's websocket attempts is
+    refused cleanly, not answered with HTTP 500 and a traceback; the outage is one log line,
+    and the bar finishes by polling."""
+    down = RedisServer()  # never started: nothing listens on its port
+    server = Daphne(tmp_path / "daphne-no-layer.log", env={"REDIS_URL": down.url}).start()
+    try:
+        start_workers("--concurrency", "2", options={"progress_interval_seconds": 0.1})
+        steps = 10
+        job_id = stepped.enqueue(steps, 0.6).id
+        sockets, polls = [], []
+        page = open_page()
+        page.on("websocket", lambda socket: sockets.append(socket))
+        page.on("request", lambda r: polls.append(r) if "/status/" in r.url else None)
+        page.goto(f"{server.url}/progress/{job_id}/")
+        page.evaluate(RECORD_BAR_VALUES)
+
+        _assert_finished_live(page, steps, moves=3)
+        assert len(sockets) == 3 and polls  # the page's three tries, then polling
+        log = server.log()
+        assert "Traceback" not in log and " 500 " not in log, log
+        assert log.count("The channel layer: live progress of") == 1, log
+    finally:
+        server.stop()
 
 
 def test_bar_reconnects_after_the_server_restarts(open_page, daphne, start_workers):

@@ -70,7 +70,7 @@ def test_operator_pauses_and_resumes_a_schedule(
     page.screenshot(path=screenshot_path("admin-schedules.png", tmp_path), full_page=True)
 
     _apply(page, "pause_schedules")
-    expect(page.locator("ul.messagelist")).to_have_text("1 schedule paused.")
+    expect(page.locator("ul.messagelist")).to_have_text(f"1 schedule paused ({tick.module_path})")
     paused_at = _db_now()
     expect(row).to_contain_text("paused")
     time.sleep(2.5)  # two ticks, and a margin for a loaded machine
@@ -78,7 +78,7 @@ def test_operator_pauses_and_resumes_a_schedule(
     assert in_a_thread(lambda: Schedule.objects.get(task_path=tick.module_path).paused)
 
     _apply(page, "resume_schedules")
-    expect(page.locator("ul.messagelist")).to_have_text("1 schedule resumed.")
+    expect(page.locator("ul.messagelist")).to_have_text(f"1 schedule resumed ({tick.module_path})")
     resumed_at = _db_now()
     wait_until(lambda: _jobs_enqueued_after(resumed_at) >= 2, 10, "jobs again after resume")
     page.reload()

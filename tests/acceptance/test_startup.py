@@ -7,10 +7,13 @@ import sys
 import time
 
 import pytest
+from django.core.management import CommandError, call_command
+from django.db import connection
 
 from django_leasequeue.models import Job
 from django_leasequeue.runtime.supervisor import STARTUP_ATTEMPTS
 from tests.acceptance import harness
+from tests.servers import free_port
 from tests.tasks import add
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.crash]
@@ -46,6 +49,33 @@ def test_burst_gives_up_at_the_first_failed_start(start_workers):
     assert code != 0
     assert "could not start (1 attempt(s) in a row" in workers.log()
     assert took < 20, f"--burst took {took:.1f} s to give up"
+
+
+def test_a_burst_gives_up_waiting_for_postgresql_after_max_wait(start_workers):
+    """Nothing listens on PostgreSQL's port: a burst waits --max-wait seconds, not for ever,
+    then exits non-zero saying why, once."""
+    nowhere = harness.test_database_url().replace(
+        f":{connection.settings_dict['PORT']}/", f":{free_port()}/"
+    )
+    started = time.monotonic()
+    workers = start_workers("--burst", "--max-wait", "3", database_url=nowhere)
+    code = workers.process.wait(60)
+    took = time.monotonic() - started
+    log = workers.log()
+    assert code == 1, log
+    assert 3 <= took < 30, f"--burst --max-wait 3 took {took:.1f} s to give up"
+    reason = "PostgreSQL has not answered for 3 s: the burst gives up (--max-wait 3)."
+    assert log.count(reason) == 2, log  # logged by the worker, shown by the supervisor
+    assert "Worker process 0 could not start:\n" + reason in log
+    assert log.count("PostgreSQL: cannot connect (") == 1  # one line for all its attempts
+    assert "Traceback" not in log
+
+
+def test_max_wait_is_for_bursts():
+    with pytest.raises(CommandError, match="--max-wait applies to --burst only"):
+        call_command("runworkers", "--max-wait", "5")
+    with pytest.raises(CommandError, match="is not a number above 0"):
+        call_command("runworkers", "--burst", "--max-wait", "0")
 
 
 def test_settings_that_fail_in_the_workers_end_runworkers_with_the_import_error(start_workers):

@@ -8,16 +8,15 @@ docs/screenshots/ (demo-workflow.png, admin-workflow.png).
 """
 
 import re
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack
+from collections.abc import Iterator
 
 import pytest
 from django.contrib.auth.models import Permission, User
 from django.test import Client
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Page
 
 from tests.acceptance.asgi_server import Daphne
-from tests.acceptance.browser import launch_chromium, screenshot_path
+from tests.acceptance.browser import screenshot_path
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 
@@ -35,21 +34,6 @@ new MutationObserver(() => {
   }
 }).observe(track, {attributes: true});
 """
-
-
-@pytest.fixture
-def launch_browser() -> Iterator[Callable[[], Browser]]:
-    """Starts headless Chromium when called; use the ORM before (Playwright's sync API runs an
-    event loop in the test's thread, where Django then refuses database access)."""
-    with ExitStack() as stack:
-
-        def launch() -> Browser:
-            playwright = stack.enter_context(sync_playwright())
-            browser = launch_chromium(playwright)
-            stack.callback(browser.close)
-            return browser
-
-        yield launch
 
 
 @pytest.fixture
@@ -75,16 +59,13 @@ def _text(page: Page, bar: str, part: str) -> str:
 
 
 def test_the_demo_import_moves_live_to_100_percent_and_its_admin_page_shows_it_succeeded(
-    launch_browser, demo_site, start_workers, tmp_path
+    open_page, demo_site, start_workers, tmp_path
 ):
     session = _operator_session()
     start_workers("--concurrency", "4", options={"progress_interval_seconds": 0.1})
-    context = launch_browser().new_context(
-        viewport={"width": 1100, "height": 900}, reduced_motion="reduce"
-    )
+    page = open_page(viewport={"width": 1100, "height": 900}, reduced_motion="reduce")
+    context = page.context
     context.add_cookies([{"name": "sessionid", "value": session, "url": demo_site.url}])
-    context.set_default_timeout(15_000)
-    page = context.new_page()
     sockets = []
     page.on("websocket", lambda socket: sockets.append(socket.url))
 

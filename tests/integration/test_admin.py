@@ -105,6 +105,12 @@ def test_changelist_shows_lease_state_progress_and_queue_summary(admin_client, b
     assert (summary["default"]["failed"], summary["high"]["running"]) == (1, 1)
     assert summary["default"]["finished_last_minute"] == 1
     assert summary["default"]["oldest_due"] != "—"
+    # Every declared queue (tests/settings.py's QUEUES) has its row, at zero without jobs.
+    assert set(summary) == {"default", "high", "low", "other", "llm"}
+    other = summary["other"]
+    assert [other[n] for n in ("queued", "running", "retrying", "failed")] == [0, 0, 0, 0]
+    assert (other["oldest_due"], other["finished_last_minute"]) == ("—", 0)
+    assert '<a href="?queue=other">other</a>' in html
     assert response.context["cl"].result_count == 4
 
 

@@ -44,11 +44,12 @@ def test_queue_full_names_the_task_the_key_and_the_cap(backend):
     with pytest.raises(QueueFull) as refused:
         flow_tasks.bounded_per_user.enqueue(7, 3)
     error = refused.value
-    assert (error.task, error.key, error.cap, error.pending) == (
+    assert (error.task, error.key, error.cap, error.pending, error.adding) == (
         "tests.flow_tasks.bounded_per_user",
         "user:7",
         2,
         2,
+        1,
     )
     assert "tests.flow_tasks.bounded_per_user" in str(error)
     assert "'user:7'" in str(error) and "max_pending=2" in str(error)
@@ -70,6 +71,30 @@ def test_enqueue_many_past_the_cap_writes_nothing(backend):
     with pytest.raises(QueueFull):
         backend.enqueue_many([(flow_tasks.unlimited, (0,), {}), *calls])
     assert Job.objects.count() == 0
+
+
+def test_a_batch_bigger_than_the_cap_says_so(backend):
+    """max_pending=2 per user: a batch of 3 for one user can never fit, whatever is pending."""
+    calls = [(flow_tasks.bounded_per_user, (5, n), {}) for n in range(3)]
+    with pytest.raises(QueueFull) as refused:
+        backend.enqueue_many(calls)
+    error = refused.value
+    assert (error.key, error.cap, error.pending, error.adding) == ("user:5", 2, 0, 3)
+    assert str(error) == (
+        "Queue full: the batch adds 3 jobs to task tests.flow_tasks.bounded_per_user for key "
+        "'user:5', more than its cap allows even with none unfinished (max_pending=2 per "
+        "max_pending_key); nothing was enqueued."
+    )
+
+
+def test_a_batch_that_fits_an_empty_cap_but_not_what_is_pending_says_both(backend):
+    flow_tasks.bounded_per_user.enqueue(6, 0)
+    with pytest.raises(QueueFull) as refused:
+        backend.enqueue_many([(flow_tasks.bounded_per_user, (6, n), {}) for n in (1, 2)])
+    error = refused.value
+    assert (error.pending, error.adding, error.cap) == (1, 2, 2)
+    assert "has 1 unfinished job(s), and the batch's 2 more would pass its cap" in str(error)
+    assert _unfinished(flow_tasks.bounded_per_user) == 1
 
 
 def test_a_unique_key_match_returns_the_holder_even_at_the_cap(backend):

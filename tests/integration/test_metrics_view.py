@@ -104,6 +104,11 @@ def test_gauges_come_from_the_database_at_scrape_time(admin_client):
     assert scraped[("leasequeue_jobs_queued", (("queue", "default"),))] == 4
     assert scraped[("leasequeue_jobs_queued", (("queue", "low"),))] == 1
     assert scraped[("leasequeue_jobs_running", (("queue", "default"),))] == 0
+    # A declared queue without jobs (tests/settings.py's QUEUES) has its series, at zero.
+    for gauge in ("queued", "running", "retrying"):
+        assert scraped[(f"leasequeue_jobs_{gauge}", (("queue", "other"),))] == 0
+    assert scraped[("leasequeue_oldest_due_job_age_seconds", (("queue", "other"),))] == 0
+    assert ("leasequeue_jobs_queued", (("queue", "nowhere"),)) not in scraped
     age = scraped[("leasequeue_oldest_due_job_age_seconds", (("queue", "low"),))]
     assert 600 <= age < 660
     assert scraped[("leasequeue_workers_alive", ())] == 2  # the third is past its lease

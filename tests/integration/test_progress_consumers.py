@@ -1,6 +1,7 @@
 """The job progress websocket, over the real ASGI application and the channels-redis layer."""
 
 import asyncio
+import logging
 import sys
 
 import pytest
@@ -19,11 +20,13 @@ from django_leasequeue.progress.consumers import (
     CLOSE_FORBIDDEN,
     CLOSE_NOT_FOUND,
     CLOSE_TOKEN_EXPIRED,
+    CLOSE_UNAVAILABLE,
     JobProgressConsumer,
 )
 from django_leasequeue.routing import websocket_urlpatterns
 from tests.asgi import application
 from tests.helpers import claim_one
+from tests.servers import RedisServer
 from tests.tasks import quick_retry
 from tests.viewers import aged_token, forged_token, session_cookie, staff_user
 
@@ -290,3 +293,50 @@ async def test_only_one_final_state_is_sent_however_many_end_events_arrive(runni
     assert (await socket.receive_json_from(timeout=3))["kind"] == "final"
     await _closed(socket)
     assert await socket.receive_nothing(timeout=0.5)
+
+
+async def test_a_channel_layer_that_is_down_ends_sockets_cleanly_and_is_logged_once(
+    running_job, settings, caplog
+):
+    """The channel layer's own Redis stops: each socket (a page tries three before it polls) is
+    refused with CLOSE_UNAVAILABLE, not an error; the outage is one log line, and its end one
+    more; once Redis is back, sockets are served again."""
+    layer = RedisServer().start()
+    try:
+        settings.CHANNEL_LAYERS = {
+            "default": {
+                "BACKEND": "channels_redis.core.RedisChannelLayer",
+                "CONFIG": {"hosts": [layer.url], "prefix": "lqtest-down"},
+            }
+        }
+        token = job_token(running_job.id)
+        socket = _socket(running_job.id, token=token)
+        assert await socket.connect() == (True, None)  # served: no outage going on
+        assert (await socket.receive_json_from(timeout=3))["kind"] == "snapshot"
+        await socket.disconnect()
+
+        layer.stop()
+        caplog.set_level(logging.INFO, "django_leasequeue.progress.consumers")
+        for _ in range(3):
+            assert await _refused(_socket(running_job.id, token=token)) == CLOSE_UNAVAILABLE
+        [down] = [r for r in caplog.records if r.name == "django_leasequeue.progress.consumers"]
+        assert down.levelname == "WARNING" and down.exc_info is None
+        assert down.getMessage().startswith(
+            f"The channel layer: live progress of {running_job.id} unavailable ("
+        )
+        assert "progress bars poll the JSON status view instead" in down.getMessage()
+        assert not [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")]
+
+        layer.start()
+        for _attempt in range(3):  # as a page does: the layer may drop a dead connection first
+            socket = _socket(running_job.id, token=token)
+            connected, _code = await socket.connect()
+            if connected:
+                break
+        assert connected
+        assert (await socket.receive_json_from(timeout=3))["kind"] == "snapshot"
+        await socket.disconnect()
+        ours = [r.getMessage() for r in caplog.records if r.name == down.name]
+        assert len(ours) == 2 and ours[1].startswith("The channel layer answers again, after ")
+    finally:
+        layer.stop()

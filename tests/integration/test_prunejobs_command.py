@@ -5,7 +5,7 @@ from datetime import timedelta
 from io import StringIO
 
 import pytest
-from django.core.management import CommandError, call_command
+from django.core.management import CommandError, call_command, load_command_class
 from django.utils import timezone
 
 from django_leasequeue.models import Job
@@ -29,7 +29,7 @@ def test_only_old_finished_jobs_are_deleted(backend):
     unfinished = [_job("queued", None), _job("running", None), _job("retrying", None)]
     out = StringIO()
     call_command("prunejobs", "--days", "7", "--batch", "2", stdout=out)
-    assert "Deleted 9 finished job(s)" in out.getvalue()
+    assert out.getvalue() == "Deleted 9 finished jobs older than 7 days.\n"
     remaining = {str(pk) for pk in Job.objects.values_list("pk", flat=True)}
     assert remaining == {recent, *unfinished}
     assert not remaining & set(old)
@@ -55,12 +55,37 @@ def test_bad_arguments_are_refused(args, message):
         call_command("prunejobs", *args)
 
 
+def test_a_bad_status_is_refused_with_the_choices_help_shows():
+    parser = load_command_class("django_leasequeue", "prunejobs").create_parser("", "prunejobs")
+    assert "{succeeded,failed,cancelled}" in parser.format_help()
+    # Quoted or not, as the Python version's argparse has it; never "JobStatus.SUCCEEDED".
+    choices = r"\(choose from '?succeeded'?, '?failed'?, '?cancelled'?\)$"
+    with pytest.raises(CommandError, match=r"invalid choice: 'bogus' " + choices):
+        call_command("prunejobs", "--days", "7", "--status", "bogus")
+
+
+@pytest.mark.parametrize(
+    ("days", "deleted", "line"),
+    [
+        ("14", 0, "Deleted 0 finished jobs older than 14 days."),
+        ("1", 1, "Deleted 1 finished job older than 1 day."),
+        ("0.5", 2, "Deleted 2 finished jobs older than 0.5 days."),
+    ],
+)
+def test_the_summary_line_counts_in_words(backend, days, deleted, line):
+    for _ in range(deleted):
+        _job("cancelled", 30)
+    out = StringIO()
+    call_command("prunejobs", "--days", days, stdout=out)
+    assert out.getvalue() == line + "\n"
+
+
 def test_quiet_without_a_terminal(backend):
     for _ in range(30):
         _job("succeeded", 30)
     out = StringIO()
     call_command("prunejobs", "--days", "7", "--batch", "7", stdout=out)
-    assert out.getvalue() == "Deleted 30 finished job(s) older than 7.0 day(s).\n"
+    assert out.getvalue() == "Deleted 30 finished jobs older than 7 days.\n"
 
 
 def test_progress_in_a_terminal_rows_rate_and_time_left(backend):
@@ -106,5 +131,5 @@ def test_progress_in_a_terminal_rows_rate_and_time_left(backend):
     text = output.decode()
     assert "\r\x1b[K" in text
     assert re.search(r"Deleted 60 of 60 \(100%\), [\d,]+ rows/s, about 0 s left", text), text
-    assert text.rstrip().endswith("Deleted 60 finished job(s) older than 7.0 day(s).")
+    assert text.rstrip().endswith("Deleted 60 finished jobs older than 7 days.")
     assert Job.objects.count() == 0

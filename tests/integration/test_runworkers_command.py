@@ -33,3 +33,22 @@ def test_runworkers_runs_the_backends_checks_and_refuses_to_start(settings):
     }
     with pytest.raises(CommandError, match=r"leasequeue\.E003"):
         call_command("runworkers", "--burst")
+
+
+@pytest.mark.parametrize(("port", "refused"), [(65534, False), (65535, True)])
+def test_runworkers_refuses_metrics_ports_past_65535_before_starting(settings, port, refused):
+    """Process i serves on metrics_port + i: two processes need metrics_port ≤ 65534."""
+    default = settings.TASKS["default"]
+    settings.TASKS = {
+        "default": {**default, "OPTIONS": {**default["OPTIONS"], "metrics_port": port}}
+    }
+    if not refused:  # refused later, for a reason that proves the port was accepted
+        with pytest.raises(CommandError, match="--queues: nowhere"):
+            call_command("runworkers", "--processes", "2", "--queues", "nowhere")
+        return
+    with pytest.raises(CommandError) as refusal:
+        call_command("runworkers", "--processes", "2", "--burst")
+    assert str(refusal.value) == (
+        "TASKS['default'] OPTIONS metrics_port 65535 + process index 1 = 65536 is not a TCP "
+        "port: with --processes 2, metrics_port must be at most 65534."
+    )

@@ -3,6 +3,7 @@ processes race, the overlap policy, pause; and the system checks that refuse bad
 
 import html
 import os
+import re
 import subprocess
 import sys
 from datetime import timedelta
@@ -215,7 +216,18 @@ def run_manage(*args: str) -> subprocess.CompletedProcess:
 
 EXPECTED_ERRORS = [
     ("leasequeue.E020", "tests.periodic.invalid.tasks.bad_cron", "cron '61 * * * *' is invalid"),
-    ("leasequeue.E020", "tests.periodic.invalid.tasks.zero_interval", "longer than zero"),
+    ("leasequeue.E020", "tests.periodic.invalid.tasks.zero_interval", "at least 1 second"),
+    ("leasequeue.E020", "tests.periodic.invalid.tasks.too_often", "at least 1 second"),
+    (
+        "leasequeue.E020",
+        "tests.periodic.invalid.tasks.timezone_without_cron",
+        "cron_timezone='Europe/Paris' without cron or every",
+    ),
+    (
+        "leasequeue.E020",
+        "tests.periodic.invalid.tasks.catch_up_without_a_schedule",
+        "catch_up=3 without cron or every",
+    ),
     ("leasequeue.E021", "tests.periodic.invalid.tasks.needs_an_argument", "needs user_id"),
 ]
 
@@ -268,24 +280,39 @@ def test_the_page_lists_schedules_in_words_with_their_last_job(admin_client, bac
     assert f"/admin/leasequeue/job/{job_id}/change/" in page and "Queued" in page
 
 
+def shown(response) -> list[tuple[str, str]]:
+    """The messages on the page as the operator sees them (after the admin's capfirst)."""
+    found = re.findall(r'<li class="(\w+)">(.*?)</li>', response.content.decode())
+    return [(level, html.unescape(re.sub(r"<[^>]+>", "", text))) for level, text in found]
+
+
 def test_pause_resume_and_run_now_actions(admin_client):
     sync(slow_tick)
     schedule = Schedule.objects.get(task_path=slow_tick.module_path)
-    assert "1 schedule paused." in act(admin_client, "pause_schedules", schedule).content.decode()
+    path = slow_tick.module_path
+    response = act(admin_client, "pause_schedules", schedule)
+    assert shown(response) == [("success", f"1 schedule paused ({path})")]
     paused = Schedule.objects.get(pk=schedule.pk)
     assert paused.paused and paused.version > schedule.version
 
-    page = act(admin_client, "run_schedules_now", schedule).content.decode()
-    job = Job.objects.get(task_path=slow_tick.module_path)
-    assert f"job {job.id}</a> enqueued." in page
-    page = act(admin_client, "run_schedules_now", schedule).content.decode()
-    assert "skipped, its previous run is unfinished (overlap: skip)" in page
-    assert Job.objects.filter(task_path=slow_tick.module_path).count() == 1
+    page = act(admin_client, "run_schedules_now", schedule)
+    job = Job.objects.get(task_path=path)
+    assert shown(page) == [("success", f"1 job enqueued ({path}: job {job.id})")]
+    assert f'/admin/leasequeue/job/{job.id}/change/">job {job.id}</a>' in page.content.decode()
+    page = act(admin_client, "run_schedules_now", schedule)
+    assert shown(page) == [
+        (
+            "warning",
+            f"0 jobs enqueued; 1 skipped: its previous run is unfinished (overlap: skip) ({path})",
+        )
+    ]
+    assert Job.objects.filter(task_path=path).count() == 1
 
     Schedule.objects.filter(pk=schedule.pk).update(
         covered_until=F("covered_until") - timedelta(hours=1)
     )
-    assert "1 schedule resumed." in act(admin_client, "resume_schedules", schedule).content.decode()
+    response = act(admin_client, "resume_schedules", schedule)
+    assert shown(response) == [("success", f"1 schedule resumed ({path})")]
     resumed = Schedule.objects.get(pk=schedule.pk)
     assert not resumed.paused
     # Ticks that passed while paused are not caught up: the schedule starts again now.
@@ -293,13 +320,61 @@ def test_pause_resume_and_run_now_actions(admin_client):
     assert resumed.next_run_at <= protocol.execute(database_now())
 
 
+def test_a_mixed_selection_names_what_was_skipped_and_why(admin_client):
+    sync(tick, slow_tick, allowed_tick)
+    Schedule.objects.create(
+        task_path="myapp.tasks.gone", backend="default", every=timedelta(minutes=5),
+        retired=True,
+    )  # fmt: skip
+    rows = {row.task_path: row for row in Schedule.objects.all()}
+    tick_path, slow_path, allowed_path = (
+        tick.module_path,
+        slow_tick.module_path,
+        allowed_tick.module_path,
+    )
+    act(admin_client, "pause_schedules", rows[tick_path])
+
+    response = act(admin_client, "pause_schedules", *rows.values())
+    assert shown(response) == [
+        (
+            "warning",
+            f"2 schedules paused ({', '.join(sorted([slow_path, allowed_path]))}); 2 skipped: "
+            f"already paused "
+            f"({tick_path}); retired: no longer in the code (myapp.tasks.gone)",
+        )
+    ]
+    assert {row.task_path for row in Schedule.objects.filter(paused=True)} == {
+        tick_path, slow_path, allowed_path,
+    }  # fmt: skip
+
+    Schedule.objects.filter(task_path=slow_path).update(paused=False)
+    response = act(admin_client, "resume_schedules", rows[tick_path], rows[slow_path])
+    assert shown(response) == [
+        ("warning", f"1 schedule resumed ({tick_path}); 1 skipped: not paused ({slow_path})")
+    ]
+
+
+def test_messages_keep_the_task_paths_case(admin_client):
+    """Django's admin capitalises a message's first letter: none starts with a task path."""
+    sync(slow_tick)
+    schedule = Schedule.objects.get(task_path=slow_tick.module_path)
+    for action in ("pause_schedules", "run_schedules_now", "run_schedules_now", "pause_schedules"):
+        for _level, text in shown(act(admin_client, action, schedule)):
+            assert text[0].isdigit() and "Tests." not in text, text
+
+
 def test_a_retired_schedule_cannot_run_and_only_it_can_be_deleted(admin_client):
     sync(tick, slow_tick)
     sync(tick)
     retired = Schedule.objects.get(task_path=slow_tick.module_path)
     live = Schedule.objects.get(task_path=tick.module_path)
-    page = act(admin_client, "run_schedules_now", retired).content.decode()
-    assert "is not in the code: it cannot run." in page
+    page = act(admin_client, "run_schedules_now", retired)
+    assert shown(page) == [
+        (
+            "warning",
+            f"0 jobs enqueued; 1 skipped: not in the code: it cannot run ({slow_tick.module_path})",
+        )
+    ]
     assert not Job.objects.exists()
     assert admin_client.get(f"{SCHEDULES}{retired.pk}/delete/").status_code == 200
     assert admin_client.get(f"{SCHEDULES}{live.pk}/delete/").status_code == 403
@@ -322,13 +397,22 @@ def test_actions_need_the_change_permission(staff_client):
     viewer = staff_client("view_schedule")
     assert viewer.get(SCHEDULES).status_code == 200
     for action in ("pause_schedules", "resume_schedules", "run_schedules_now"):
-        act(viewer, action, schedule)
+        # Told, not left guessing: the page comes back with the reason.
+        assert shown(act(viewer, action, schedule)) == [
+            (
+                "error",
+                "Nothing was changed: pausing, resuming and running schedules needs the "
+                "“Can change schedule” permission, and you may only view them.",
+            )
+        ]
     schedule.refresh_from_db()
     assert not schedule.paused and not Job.objects.exists()
     assert staff_client().get(SCHEDULES).status_code == 403
 
     operator = staff_client("view_schedule", "change_schedule")
-    act(operator, "pause_schedules", schedule)
+    assert shown(act(operator, "pause_schedules", schedule)) == [
+        ("success", f"1 schedule paused ({tick.module_path})")
+    ]
     schedule.refresh_from_db()
     assert schedule.paused
 

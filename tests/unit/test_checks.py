@@ -48,3 +48,16 @@ def test_check_w001_redis_without_connect_timeout():
     with override_settings(CACHES=caches):
         messages = check_backend("t", BackendConfig(redis_alias="r"))
     assert [m.id for m in messages] == ["leasequeue.W001"]
+
+
+@pytest.mark.django_db
+def test_check_e007_metrics_port_must_be_a_tcp_port():
+    def e007(port: int) -> list[str]:
+        config = BackendConfig.from_options({"metrics_port": port})
+        return [m.msg for m in check_backend("default", config) if m.id == "leasequeue.E007"]
+
+    assert e007(1) == e007(9100) == e007(65535) == []
+    assert e007(70000) == [
+        "TASKS['default'] OPTIONS metrics_port 70000 is not a TCP port (1 to 65535)."
+    ]
+    assert e007(65536) != []

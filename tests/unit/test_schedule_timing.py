@@ -158,8 +158,9 @@ def test_descriptions():
         ({"cron": "* * * * * *"}, "five fields"),
         ({"cron": "@hourly"}, "five fields"),
         ({"cron": "0 3 * * *", "cron_timezone": "Mars/Olympus"}, "not a known time zone"),
-        ({"every": timedelta(0)}, "longer than zero"),
-        ({"every": timedelta(seconds=-5)}, "longer than zero"),
+        ({"every": timedelta(0)}, "at least 1 second"),
+        ({"every": timedelta(seconds=-5)}, "at least 1 second"),
+        ({"every": timedelta(milliseconds=999)}, "at least 1 second, not 0:00:00.999000"),
         ({"every": 30}, "must be a timedelta"),
         ({"cron": "* * * * *", "every": timedelta(seconds=1)}, "not both"),
         ({"every": timedelta(seconds=1), "cron_timezone": "UTC"}, "only meaningful with cron"),
@@ -189,6 +190,35 @@ def with_default(scheduled_at, retries=3):
 
 def needs_more(scheduled_at, user_id):
     pass
+
+
+def test_an_interval_of_one_second_is_the_shortest():
+    assert IntervalTiming(timedelta(seconds=1)).describe() == "Every second"
+
+
+@pytest.mark.parametrize(
+    ("options", "given"),
+    [
+        ({"cron_timezone": "Europe/Paris"}, "cron_timezone='Europe/Paris'"),
+        ({"catch_up": 3}, "catch_up=3"),
+        # The default value, given explicitly, is no schedule either.
+        ({"overlap": "skip"}, "overlap='skip'"),
+        ({"overlap": "allow", "catch_up": 0}, "overlap='allow', catch_up=0"),
+    ],
+)
+def test_schedule_options_without_cron_or_every_are_refused(options, given):
+    task = _scheduled(nothing, **options)
+    assert not task.is_scheduled
+    with pytest.raises(InvalidSchedule, match=f"^{given} without cron or every"):
+        declaration_of(task)
+
+
+def test_the_defaults_apply_when_overlap_and_catch_up_are_not_given():
+    declaration = declaration_of(_scheduled(nothing, every=timedelta(minutes=1)))
+    assert (declaration.task.overlap, declaration.task.catch_up) == (None, None)
+    assert (declaration.overlap, declaration.catch_up) == ("skip", 1)
+    given = declaration_of(_scheduled(nothing, every=timedelta(minutes=1), catch_up=0))
+    assert (given.overlap, given.catch_up) == ("skip", 0)
 
 
 def test_scheduled_task_arguments():

@@ -1,6 +1,7 @@
 """``manage.py leasequeue status [--json] [--watch] [--max-age SECONDS]``: the operator's view.
 
-The command only parses arguments; ``status_report`` builds and renders the report.
+The command only parses arguments; ``status_report`` builds the report, ``status_output`` lays
+it out as text or JSON.
 """
 
 import json
@@ -10,7 +11,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from django_leasequeue.backend import lease_queue_backend
-from django_leasequeue.management import status_report
+from django_leasequeue.management import status_output, status_report
 from django_leasequeue.management.arguments import non_negative_float, positive_float
 from django_leasequeue.tasks_framework import InvalidTaskBackend
 
@@ -30,7 +31,11 @@ class Command(BaseCommand):
             description="Exit status 1 when no worker is alive or a queue's oldest due job is "
             "older than --max-age (a container health check).",
         )
-        status.add_argument("--json", action="store_true", help="Machine-readable output.")
+        status.add_argument(
+            "--json",
+            action="store_true",
+            help="One JSON object (schema: docs/status.schema.json), for programs.",
+        )
         status.add_argument(
             "--watch", action="store_true", help="Refresh in place until interrupted."
         )
@@ -58,10 +63,10 @@ class Command(BaseCommand):
             while True:
                 report = status_report.build(backend, max_age_seconds=options["max_age"])
                 if options["json"]:
-                    self.stdout.write(json.dumps(status_report.as_json(report)))
+                    self.stdout.write(json.dumps(status_output.as_json(report)))
                 else:
                     clear = _CLEAR if options["watch"] and in_terminal else ""
-                    self.stdout.write(clear + status_report.render_text(report))
+                    self.stdout.write(clear + status_output.render_text(report))
                 if not options["watch"]:
                     break
                 self.stdout.flush()

@@ -25,7 +25,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--status",
             action="append",
-            choices=JobStatus.terminal(),
+            # Plain strings, so that a refusal lists them as --help does ({succeeded,...}).
+            choices=[str(status) for status in JobStatus.terminal()],
             help="Only jobs that ended so (repeatable; default: every finished status).",
         )
         parser.add_argument(
@@ -49,4 +50,11 @@ class Command(BaseCommand):
         )
         if progress is not None:
             progress.end()
-        self.stdout.write(f"Deleted {deleted} finished job(s) older than {options['days']} day(s).")
+        jobs, days = _count(deleted, "finished job"), _count(options["days"], "day")
+        self.stdout.write(f"Deleted {jobs} older than {days}.")
+
+
+def _count(number: float, noun: str) -> str:
+    """``1 day``, ``14 days``, ``0.5 days``, ``1,200 finished jobs``."""
+    shown = f"{int(number):,}" if float(number).is_integer() else f"{number:g}"
+    return f"{shown} {noun}" if number == 1 else f"{shown} {noun}s"

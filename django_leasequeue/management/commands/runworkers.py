@@ -6,7 +6,12 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from django_leasequeue.backend import LeaseQueueBackend, lease_queue_backend
-from django_leasequeue.management.arguments import non_negative_float, positive_int
+from django_leasequeue.checks import metrics_ports_problem
+from django_leasequeue.management.arguments import (
+    non_negative_float,
+    positive_float,
+    positive_int,
+)
 from django_leasequeue.runtime.config import WorkerConfig
 from django_leasequeue.runtime.logs import configure_logging
 from django_leasequeue.runtime.supervisor import Supervisor
@@ -47,6 +52,13 @@ class Command(BaseCommand):
         parser.add_argument(
             "--burst", action="store_true", help="Run what is due, then exit (tests, cron, CI)."
         )
+        parser.add_argument(
+            "--max-wait",
+            type=positive_float,
+            metavar="SECONDS",
+            help="With --burst: give up and exit non-zero when PostgreSQL has not answered for "
+            f"this long (default {_DEFAULTS.max_wait:g}).",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         alias = options["backend"]
@@ -63,6 +75,13 @@ class Command(BaseCommand):
                     alias, "\n".join(f"  {error.id}: {error.msg}" for error in errors)
                 )
             )
+        if options["max_wait"] is not None and not options["burst"]:
+            raise CommandError(
+                "--max-wait applies to --burst only: without it, workers wait for PostgreSQL "
+                "for as long as it takes."
+            )
+        if problem := metrics_ports_problem(backend.config, options["processes"]):
+            raise CommandError(f"TASKS[{alias!r}] OPTIONS {problem}")
         config = WorkerConfig(
             backend_alias=alias,
             processes=options["processes"],
@@ -70,6 +89,7 @@ class Command(BaseCommand):
             queues=self._queues(options["queues"], backend),
             grace=options["grace"],
             burst=options["burst"],
+            max_wait=options["max_wait"] or _DEFAULTS.max_wait,
             log_level=_LOG_LEVELS[options["verbosity"]],
         )
         configure_logging(config.log_level, "supervisor")
