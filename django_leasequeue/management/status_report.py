@@ -1,9 +1,10 @@
 """What ``manage.py leasequeue status`` shows: queues, live workers, and whether all is well.
 
-``build`` reads it from the job database (the admin's queue summary and the worker registry);
-``render_text`` lays it out on one screen, ``as_json`` for machines. A report is unhealthy when
-no worker is alive, or when a queue's oldest due job has waited longer than ``max_age``: the
-command then exits 1, so it can serve as a container health check.
+``build`` reads it from the job database (the admin's queue summary, the paused queues and the
+worker registry); ``render_text`` lays it out on one screen, ``as_json`` for machines. A report
+is unhealthy when no worker is alive, or when a queue's oldest due job has waited longer than
+``max_age`` (a paused queue's jobs wait by design: they never count): the command then exits 1,
+so it can serve as a container health check.
 """
 
 import json
@@ -15,6 +16,7 @@ from django.utils import timezone
 
 from django_leasequeue import protocol
 from django_leasequeue.backend import LeaseQueueBackend
+from django_leasequeue.control import statements
 from django_leasequeue.flow import usage as flow_usage
 from django_leasequeue.management.durations import duration
 
@@ -34,6 +36,9 @@ class QueueLine:
     oldest_due_seconds: float | None
     # Jobs that ended (succeeded, failed, cancelled) in the last minute.
     finished_last_minute: int
+    # Whether the queue is paused (no worker claims its jobs), and the reason given.
+    paused: bool = False
+    pause_reason: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +73,7 @@ class StatusReport:
         if self.max_age_seconds is not None:
             for queue in self.queues:
                 age = queue.oldest_due_seconds
-                if age is not None and age > self.max_age_seconds:
+                if age is not None and age > self.max_age_seconds and not queue.paused:
                     problems.append(
                         f"queue {queue.name!r}: the oldest due job has waited {age:.0f} s "
                         f"(more than --max-age {self.max_age_seconds:g} s)"
@@ -80,7 +85,11 @@ def build(backend: LeaseQueueBackend, *, max_age_seconds: float | None = None) -
     """Read the report now; the backend's declared queues are listed even when empty."""
     database = backend.config.database
     rows = {row["queue_name"]: row for row in protocol.execute(protocol.queue_summary(), database)}
-    queues = [_queue_line(name, rows.get(name)) for name in sorted(set(rows) | backend.queues)]
+    paused = protocol.execute(statements.paused_queues(), database)
+    queues = [
+        _queue_line(name, rows.get(name), paused.get(name))
+        for name in sorted(set(rows) | backend.queues | set(paused))
+    ]
     workers = [
         WorkerLine(
             id=row["id"],
@@ -138,16 +147,23 @@ def _decoded(value: Any) -> Any:
     return json.loads(value) if isinstance(value, str) else value
 
 
-def _queue_line(name: str, row: dict[str, Any] | None) -> QueueLine:
+def _queue_line(name: str, row: dict[str, Any] | None, pause: dict[str, Any] | None) -> QueueLine:
+    paused, reason = pause is not None, pause["reason"] if pause else ""
     if row is None:
-        return QueueLine(name, 0, 0, 0, 0, [], None, 0)
+        return QueueLine(name, 0, 0, 0, 0, [], None, 0, paused=paused, pause_reason=reason)
     age = row["oldest_due_age"]
+    queued, running, retrying, failed = (int(row[count]) for count in _COUNTS)
     return QueueLine(
         name=name,
-        **{count: int(row[count]) for count in _COUNTS},
+        queued=queued,
+        running=running,
+        retrying=retrying,
+        failed=failed,
         estimated=list(row["estimated"]),
         oldest_due_seconds=None if age is None else max(0.0, age.total_seconds()),
         finished_last_minute=int(row["finished_last_minute"]),
+        paused=paused,
+        pause_reason=reason,
     )
 
 
@@ -182,7 +198,7 @@ def render_text(report: StatusReport) -> str:
     lines = [f"leasequeue status (backend {report.backend!r}) at {when}", ""]
     queue_rows = [
         [
-            queue.name,
+            queue.name + (" (paused)" if queue.paused else ""),
             *(
                 ("~" if count in queue.estimated else "") + f"{getattr(queue, count):,}"
                 for count in _COUNTS
@@ -199,6 +215,13 @@ def render_text(report: StatusReport) -> str:
     )
     if any(queue.estimated for queue in report.queues):
         lines.append("(~ estimated from a sample of the table: too many to count quickly)")
+    lines += [
+        f"PAUSED: {queue.name}"
+        + (f" ({queue.pause_reason})" if queue.pause_reason else "")
+        + ": no worker claims its jobs"
+        for queue in report.queues
+        if queue.paused
+    ]
     lines += ["", f"WORKERS: {len(report.workers)} alive"]
     if report.workers:
         lines += _table(
