@@ -9,12 +9,16 @@ from functools import partial
 from typing import Any, NamedTuple
 from uuid import UUID
 
+from asgiref.sync import sync_to_async
 from django.db import DEFAULT_DB_ALIAS, transaction
 from django.utils import timezone
 
 from django_leasequeue import jsonargs, operations, protocol
 from django_leasequeue.checks import check_backend, check_job_database, check_schedules
 from django_leasequeue.conf import BackendConfig
+from django_leasequeue.control import options as queue_control
+from django_leasequeue.control import pausing
+from django_leasequeue.control.statements import lock_unique_keys
 from django_leasequeue.enqueue_checks import check_arguments, check_importable
 from django_leasequeue.exceptions import InvalidTaskArguments
 from django_leasequeue.flow import backpressure
@@ -59,6 +63,9 @@ class _TaskDefaults(NamedTuple):
     keyed: bool
     # The task's and its queue's flow-control limits; None when neither has any.
     flow: TaskLimits | None
+    # Queue control, in seconds (None: never expires / the key is held while unfinished).
+    expires_after: float | None = None
+    unique_for: float | None = None
 
 
 class LeaseQueueBackend(BaseTaskBackend):
@@ -100,6 +107,7 @@ class LeaseQueueBackend(BaseTaskBackend):
             TaskLimits.of(task)
         except LimitError as exc:
             raise InvalidTask(f"Task {task.module_path}: {exc}") from None
+        queue_control.check(task)
 
     def check(self, **kwargs: Any) -> list[Any]:
         job_databases = {backend.config.database for backend in lease_queue_backends()}
@@ -159,14 +167,18 @@ class LeaseQueueBackend(BaseTaskBackend):
             if small or job.unique_key is not None or job.limits is not None
         ]
         capped = backpressure.capped(new_jobs, self.config.queue_limits)
-        # A capped enqueue counts and inserts under its caps' locks, in one transaction.
-        with transaction.atomic(using=using) if capped else contextlib.nullcontext():
+        held_for = [job.unique_key for job in new_jobs if job.unique_for and job.unique_key]
+        # A capped enqueue counts and inserts under its caps' locks, and keys held for a period
+        # are looked up under their locks, in one transaction.
+        with transaction.atomic(using=using) if capped or held_for else contextlib.nullcontext():
+            if held_for:
+                protocol.execute(lock_unique_keys(held_for), using)
             if capped:
                 self.refuse_past_caps(new_jobs, resolved)
             if inserts:
                 inserted = protocol.execute(protocol.enqueue([job for _, job in inserts]), using)
                 existing = self._results_holding(
-                    # An insert skips only a job whose unique key an unfinished job holds.
+                    # An insert skips only a job whose unique key another job holds.
                     [job.unique_key for _, job in inserts if job.id not in inserted]  # type: ignore[misc]
                 )
                 for index, job in inserts:
@@ -192,7 +204,7 @@ class LeaseQueueBackend(BaseTaskBackend):
         """Raise QueueFull (writing nothing) when the jobs would pass a max_pending cap."""
         unique_keys = [job.unique_key for job in new_jobs if job.unique_key is not None]
         held = (
-            protocol.execute(protocol.unfinished_by_unique_key(unique_keys), self.config.database)
+            protocol.execute(protocol.unique_key_holders(unique_keys), self.config.database)
             if unique_keys
             else {}
         )
@@ -249,6 +261,8 @@ class LeaseQueueBackend(BaseTaskBackend):
             # A keyed task is a LeaseTask with a unique_key.
             self._unique_key(task, args, kwargs) if defaults.keyed else None,  # type: ignore[arg-type]
             self._job_limits(defaults, task, args, kwargs) if defaults.flow else None,
+            defaults.expires_after,
+            defaults.unique_for,
         )
 
     def _job_limits(
@@ -308,15 +322,16 @@ class LeaseQueueBackend(BaseTaskBackend):
             task.backoff_seconds or self.config.backoff_seconds,
             task.unique_key is not None,
             flow if queue_limited or flow != TaskLimits() else None,
+            queue_control.duration_seconds(task.expires_after, "expires_after"),
+            queue_control.duration_seconds(task.unique_for, "unique_for"),
         )
 
     def _results_holding(self, unique_keys: list[str]) -> dict[str, TaskResult]:
-        """Results of the unfinished jobs that hold these unique keys (they won the insert)."""
+        """Results of the jobs that hold these unique keys (they won the insert): unfinished
+        ones, or with ``unique_for``, those within their period whatever their status."""
         if not unique_keys:
             return {}
-        rows = protocol.execute(
-            protocol.unfinished_by_unique_key(unique_keys), self.config.database
-        )
+        rows = protocol.execute(protocol.unique_key_holders(unique_keys), self.config.database)
         missing = set(unique_keys) - set(rows)
         if missing:
             # The holder finished between our insert and this read: the caller may simply retry.
@@ -336,6 +351,30 @@ class LeaseQueueBackend(BaseTaskBackend):
         return result_from_row(rows[0])
 
     # Operator and caller actions
+
+    def pause_queue(self, name: str, reason: str = "") -> bool:
+        """Stop every worker claiming from queue ``name``, on every path, until it is resumed;
+        jobs running finish, enqueues still land and wait. Once this returns no claim takes
+        one of its jobs (it waits for claims in flight). Durable: kept in PostgreSQL.
+
+        Returns False when the queue was paused already (its reason is replaced).
+        """
+        return pausing.pause(self, name, reason)
+
+    def resume_queue(self, name: str) -> bool:
+        """Let workers claim from queue ``name`` again, waking them for its due jobs at once.
+        Returns False when it was not paused."""
+        return pausing.resume(self, name)
+
+    async def apause_queue(self, name: str, reason: str = "") -> bool:
+        return await sync_to_async(self.pause_queue, thread_sensitive=True)(name, reason)
+
+    async def aresume_queue(self, name: str) -> bool:
+        return await sync_to_async(self.resume_queue, thread_sensitive=True)(name)
+
+    def paused_queues(self) -> dict[str, str]:
+        """``{queue: reason}`` of every paused queue."""
+        return pausing.paused(self)
 
     def cancel(self, result_ids: Iterable[str | UUID]) -> dict[UUID, CancelOutcome]:
         """Cancel jobs: unstarted ones at once, running ones at their worker's next heartbeat.

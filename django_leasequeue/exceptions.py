@@ -1,5 +1,8 @@
 """Exceptions the app raises; each names what went wrong and what was (not) written."""
 
+import math
+from datetime import timedelta
+
 from django_leasequeue.tasks_framework import InvalidTask
 
 
@@ -98,3 +101,35 @@ class QueueFull(Exception):
         else:
             what = f"task {task} has {pending} unfinished job(s) for key {key!r} ({limit})"
         super().__init__(f"Queue full: {what}; nothing was enqueued.")
+
+
+class JobExpired(Exception):
+    """Recorded when a job was not started by its expiry (``expires_after``, counted from its
+    first ``run_after``), or its retry or snooze would start after it: the job ends failed
+    without running again, and without consuming an attempt."""
+
+
+class TooManySnoozes(Exception):
+    """Recorded when a job snoozed more than its task's ``max_snoozes`` times: it ends failed."""
+
+
+class Snooze(Exception):
+    """Raise from a task to end the attempt and run the job again in ``seconds`` (a number or a
+    ``timedelta``): the job goes back to queued, its attempt is not counted, its ``snoozes``
+    are. Don't catch it in the task (``except Exception`` would).
+
+    ``context.snooze(seconds)`` and ``await context.asnooze(seconds)`` raise it for you.
+    """
+
+    def __init__(self, seconds: float | timedelta) -> None:
+        if isinstance(seconds, timedelta):
+            seconds = seconds.total_seconds()
+        if (
+            not isinstance(seconds, int | float)
+            or isinstance(seconds, bool)
+            or not math.isfinite(seconds)
+            or seconds < 0
+        ):
+            raise ValueError(f"Snooze takes a duration of 0 seconds or more, not {seconds!r}.")
+        self.seconds = float(seconds)
+        super().__init__(f"Snoozed for {self.seconds:g}s.")

@@ -9,6 +9,7 @@ from django.db.models import Value
 from django.db.models.functions import Now
 from django.utils.translation import gettext_lazy as _
 
+from django_leasequeue.control.model import PausedQueue
 from django_leasequeue.ids import uuid7
 from django_leasequeue.schedules.model import Schedule
 from django_leasequeue.status import JobStatus
@@ -17,6 +18,7 @@ from django_leasequeue.workflows.model import StepDependency, WorkflowRun
 
 __all__ = [
     "Job",
+    "PausedQueue",
     "Schedule",
     "StepDependency",
     "TolerantJSONField",
@@ -112,6 +114,14 @@ class Job(models.Model):
     upstream = models.CharField(max_length=8, choices=Upstream, null=True, blank=True)  # noqa: DJ001
     has_dependents = models.BooleanField(db_default=False)
 
+    # Queue control: a job not started by ``expires_at`` (its first run_after plus the task's
+    # expires_after) never runs; ``snoozes`` counts the attempts that ended in a snooze; a job
+    # enqueued with ``unique_for`` holds its unique key until ``unique_until``, whatever its
+    # status (its enqueue time plus unique_for).
+    expires_at = models.DateTimeField(null=True, blank=True)
+    snoozes = models.PositiveIntegerField(db_default=0)
+    unique_until = models.DateTimeField(null=True, blank=True)
+
     class Meta:
         verbose_name = _("job")
         verbose_name_plural = _("jobs")
@@ -179,6 +189,28 @@ class Job(models.Model):
                 fields=["queue_name", "run_after"],
                 name="leasequeue_job_queue_due",
                 condition=models.Q(status__in=JobStatus.claimable()),
+            ),
+            # While a queue is paused, claims take each open queue's head in claim order here
+            # instead of walking the paused queue's backlog in leasequeue_job_claim_order.
+            models.Index(
+                "queue_name",
+                models.F("priority").desc(),
+                "run_after",
+                "id",
+                name="leasequeue_job_queue_claim",
+                condition=models.Q(status__in=JobStatus.claimable(), flow_key__isnull=True),
+            ),
+            # The expiry sweep: waiting jobs with an expiry, soonest first.
+            models.Index(
+                fields=["expires_at"],
+                name="leasequeue_job_expiry",
+                condition=models.Q(status__in=JobStatus.claimable(), expires_at__isnull=False),
+            ),
+            # Keys held over a period (unique_for), looked up at enqueue whatever the status.
+            models.Index(
+                fields=["unique_key", "unique_until"],
+                name="leasequeue_job_unique_period",
+                condition=models.Q(unique_until__isnull=False),
             ),
         ]
         constraints = [

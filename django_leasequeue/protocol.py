@@ -9,7 +9,7 @@ a fenced step returns False (or None) when the lease was lost, and nothing was w
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 from uuid import UUID
 
@@ -61,6 +61,10 @@ class NewJob(NamedTuple):
     backoff_seconds: float
     unique_key: str | None
     limits: JobLimits | None
+    # Seconds from the first run_after after which it never starts (``expires_after``).
+    expires_after: float | None = None
+    # Seconds from the enqueue for which its unique key is held whatever its status.
+    unique_for: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,10 +147,21 @@ class HeartbeatReply:
 
 @dataclass(frozen=True, slots=True)
 class FailOutcome:
-    """Where a failed attempt left its job: ``retrying`` (with its next run) or ``failed``."""
+    """Where a failed attempt left its job: ``retrying`` (with its next run) or ``failed``;
+    ``expires_at`` is the job's expiry (None without one)."""
 
     status: str
     run_after: datetime
+    expires_at: datetime | None = None
+
+    @property
+    def doomed(self) -> bool:
+        """Its next run would start at or past its expiry: it can only expire."""
+        return (
+            self.status in JobStatus.claimable()
+            and self.expires_at is not None
+            and self.run_after >= self.expires_at
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,6 +226,8 @@ def enqueue(jobs: Sequence[NewJob]) -> Statement[dict[str, Row]]:
             timeout=job.timeout_seconds,
             backoff=job.backoff_seconds,
             unique_key=job.unique_key,
+            expires_after=job.expires_after,
+            unique_for=job.unique_for,
             **limit_columns(job.limits),
         )
     limits = [limit_columns(job.limits) for job in jobs]
@@ -233,6 +250,8 @@ def enqueue(jobs: Sequence[NewJob]) -> Statement[dict[str, Row]]:
         flow_keys=[columns["flow_key"] for columns in limits],
         concurrency_keys=[columns["concurrency_key"] for columns in limits],
         pending_keys=[columns["pending_key"] for columns in limits],
+        expires_afters=[job.expires_after for job in jobs],
+        unique_fors=[job.unique_for for job in jobs],
     )
 
 
@@ -273,6 +292,7 @@ class JobCopy:
     def write(self, job: NewJob) -> None:
         task = job.task
         now = self.now
+        run_after = task.run_after or now
         self._write_row(
             (
                 job.id,
@@ -282,11 +302,14 @@ class JobCopy:
                 task.backend,
                 job.args_json,
                 job.kwargs_json,
-                task.run_after or now,
+                run_after,
                 now,
                 job.max_attempts,
                 job.timeout_seconds,
                 job.backoff_seconds,
+                None
+                if job.expires_after is None
+                else run_after + timedelta(seconds=job.expires_after),
             )
         )
 
@@ -332,6 +355,20 @@ def claim_batch(
         "claim_batch",
         _claimed,
         queues=None if queues is None else list(queues),
+        limit=limit,
+        worker_id=worker_id,
+        lease_seconds=lease_seconds,
+    )
+
+
+def claim_batch_by_queue(
+    open_queues: Sequence[str], limit: int, *, worker_id: str, lease_seconds: float
+) -> Statement[list[ClaimedJob]]:
+    """``claim_batch`` while a queue is paused: from the heads of these open queues."""
+    return _statement(
+        "claim_batch_by_queue",
+        _claimed,
+        queues=list(open_queues),
         limit=limit,
         worker_id=worker_id,
         lease_seconds=lease_seconds,
@@ -391,7 +428,9 @@ def complete_many(outcomes: Sequence[tuple[Lease, str]]) -> Statement[set[UUID]]
 
 
 def _fail_outcome(rows: list[Row]) -> FailOutcome | None:
-    return FailOutcome(rows[0]["status"], rows[0]["run_after"]) if rows else None
+    if not rows:
+        return None
+    return FailOutcome(rows[0]["status"], rows[0]["run_after"], rows[0]["expires_at"])
 
 
 def fail(
@@ -464,10 +503,11 @@ def job_results(ids: Sequence[UUID]) -> Statement[list[Row]]:
     return _statement("job_results", _rows, ids=list(ids))
 
 
-def unfinished_by_unique_key(unique_keys: Sequence[str]) -> Statement[dict[str, Row]]:
-    """``unique_key -> row`` (as ``job_results``) of the unfinished jobs holding these keys."""
+def unique_key_holders(unique_keys: Sequence[str]) -> Statement[dict[str, Row]]:
+    """``unique_key -> row`` (as ``job_results``) of the jobs holding these keys: unfinished,
+    or within their ``unique_for`` period whatever their status."""
     return _statement(
-        "unfinished_by_unique_key",
+        "unique_key_holders",
         _by_unique_key,
         unique_keys=list(unique_keys),
     )
@@ -607,6 +647,19 @@ def stale_due_jobs(*, older_than_seconds: float, limit: int) -> Statement[list[R
     return _statement("stale_due_jobs", _rows, older_than_seconds=older_than_seconds, limit=limit)
 
 
+def stale_due_jobs_by_queue(
+    open_queues: Sequence[str], *, older_than_seconds: float, limit: int
+) -> Statement[list[Row]]:
+    """``stale_due_jobs`` while a queue is paused: over these open queues only."""
+    return _statement(
+        "stale_due_jobs_by_queue",
+        _rows,
+        queues=list(open_queues),
+        older_than_seconds=older_than_seconds,
+        limit=limit,
+    )
+
+
 # Flow control
 
 
@@ -697,6 +750,11 @@ def oldest_due_job(queues: Sequence[str] | None) -> Statement[UUID | None]:
         _first_id,
         queues=None if queues is None else list(queues),
     )
+
+
+def oldest_due_job_by_queue(open_queues: Sequence[str]) -> Statement[UUID | None]:
+    """``oldest_due_job`` while a queue is paused: over these open queues only."""
+    return _statement("oldest_due_job_by_queue", _first_id, queues=list(open_queues))
 
 
 def _first_id(rows: list[Row]) -> UUID | None:

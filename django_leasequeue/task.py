@@ -15,6 +15,10 @@ from django_leasequeue.tasks_framework import (
 from django_leasequeue.tasks_framework import task as django_task
 
 UniqueKey = str | Callable[..., str] | None
+# A duration: seconds, or a timedelta.
+Duration = float | timedelta | None
+# Snoozes a job may take before it fails with TooManySnoozes, unless its task says otherwise.
+DEFAULT_MAX_SNOOZES = 100
 # A flow-control key: a callable given the job's arguments, returning the key's name.
 LimitKey = Callable[..., str] | None
 Overlap = Literal["skip", "allow"]
@@ -22,14 +26,18 @@ Overlap = Literal["skip", "allow"]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LeaseTask(Task):
-    """A Django Task with retry policy, timeout, unique key and flow-control limits.
+    """A Django Task with retry policy, timeout, unique key, flow-control limits and queue
+    control (expiry, snoozes, uniqueness over a period).
 
     ``None`` means "the backend's default" (``OPTIONS``) for max_attempts and backoff_seconds,
     and "no limit" / "no key" for the rest. ``unique_key`` is a string, or a callable given the
     call's ``*args, **kwargs`` that returns one. The flow-control options (see the "Flow control"
     docs) cap running jobs (``concurrency``), starts per period (``rate_limit``, e.g. "10/s") and
     unfinished jobs (``max_pending``) across every worker; each ``*_key`` callable, given the
-    job's arguments, splits its cap per key.
+    job's arguments, splits its cap per key. ``expires_after`` (seconds or a timedelta, from
+    the job's first ``run_after``) is how late a job may start before it expires unrun;
+    ``unique_for`` holds the unique key for a period from the first enqueue, whatever the
+    job's status; ``max_snoozes`` is how many times a job may ``Snooze`` before it fails.
     """
 
     max_attempts: int | None = None
@@ -42,6 +50,9 @@ class LeaseTask(Task):
     rate_limit_key: LimitKey = None
     max_pending: int | None = None
     max_pending_key: LimitKey = None
+    expires_after: Duration = None
+    unique_for: Duration = None
+    max_snoozes: int = DEFAULT_MAX_SNOOZES
     # Periodic jobs (docs/periodic-jobs.md): a cron expression or an interval, checked by the
     # system checks (leasequeue.E020-E022), not here, so that a bad one is reported, not raised.
     # None is "not given": the schedule's declaration applies the defaults (overlap "skip",
@@ -73,6 +84,8 @@ class LeaseTask(Task):
         timeout: float | None = None,
         backoff_seconds: float | None = None,
         unique_key: UniqueKey = None,
+        expires_after: Duration = None,
+        unique_for: Duration = None,
         **limits: Any,
     ) -> "LeaseTask":
         """Create a new task with modified defaults (Django's options plus ours, flow-control
@@ -89,6 +102,8 @@ class LeaseTask(Task):
             "timeout": timeout,
             "backoff_seconds": backoff_seconds,
             "unique_key": unique_key,
+            "expires_after": expires_after,
+            "unique_for": unique_for,
             **limits,
         }
         changes = {name: value for name, value in extra.items() if value is not None}
@@ -132,6 +147,9 @@ def task(
     rate_limit_key: LimitKey = ...,
     max_pending: int | None = ...,
     max_pending_key: LimitKey = ...,
+    expires_after: Duration = ...,
+    unique_for: Duration = ...,
+    max_snoozes: int = ...,
     cron: str | None = ...,
     cron_timezone: str | None = ...,
     every: timedelta | None = ...,
@@ -158,6 +176,9 @@ def task(
     rate_limit_key: LimitKey = ...,
     max_pending: int | None = ...,
     max_pending_key: LimitKey = ...,
+    expires_after: Duration = ...,
+    unique_for: Duration = ...,
+    max_snoozes: int = ...,
     cron: str | None = ...,
     cron_timezone: str | None = ...,
     every: timedelta | None = ...,
@@ -183,6 +204,9 @@ def task(
     rate_limit_key: LimitKey = None,
     max_pending: int | None = None,
     max_pending_key: LimitKey = None,
+    expires_after: Duration = None,
+    unique_for: Duration = None,
+    max_snoozes: int = DEFAULT_MAX_SNOOZES,
     cron: str | None = None,
     cron_timezone: str | None = None,
     every: timedelta | None = None,
@@ -211,6 +235,9 @@ def task(
         rate_limit_key=rate_limit_key,
         max_pending=max_pending,
         max_pending_key=max_pending_key,
+        expires_after=expires_after,
+        unique_for=unique_for,
+        max_snoozes=max_snoozes,
         cron=cron,
         cron_timezone=cron_timezone,
         every=every,

@@ -10,6 +10,7 @@ from uuid import UUID
 
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
+from django.db import transaction
 from django.db.models import Func, Q, QuerySet, TextField
 from django.db.models.functions import Cast, Left
 from django.http import (
@@ -28,7 +29,7 @@ from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
 from django_leasequeue.admin import display as show
-from django_leasequeue.admin import steps
+from django_leasequeue.admin import queues, steps
 from django_leasequeue.admin.actions import (
     ACTIONS,
     bulk_action,
@@ -108,6 +109,7 @@ class JobAdmin(admin.ModelAdmin):
         "unique_key",
         "cancel_requested",
         "attempts",
+        "snoozes",
         "timeout_seconds",
         "backoff_seconds",
         "worker",
@@ -118,6 +120,7 @@ class JobAdmin(admin.ModelAdmin):
         "live_progress",
         "when_enqueued",
         "when_due",
+        "when_expires",
         "when_started",
         "when_last_attempted",
         "when_finished",
@@ -149,7 +152,7 @@ class JobAdmin(admin.ModelAdmin):
             _("Attempts and lease"),
             {
                 "fields": [
-                    ("attempts", "timeout_seconds", "backoff_seconds"),
+                    ("attempts", "snoozes", "timeout_seconds", "backoff_seconds"),
                     ("worker", "lease_version"),
                     "worker_history",
                     ("heartbeat", "lease"),
@@ -161,7 +164,7 @@ class JobAdmin(admin.ModelAdmin):
             _("Timings"),
             {
                 "fields": [
-                    ("when_enqueued", "when_due"),
+                    ("when_enqueued", "when_due", "when_expires"),
                     ("when_started", "when_last_attempted"),
                     ("when_finished", "run_time"),
                 ]
@@ -283,7 +286,7 @@ class JobAdmin(admin.ModelAdmin):
         if any("\x00" in value for values in request.GET.lists() for value in values[1]):
             return HttpResponseBadRequest(_("A filter value contains a NUL character."))
         using = job_database()
-        summary = queue_summary(using, declared_queues())
+        summary = queues.with_pauses(queue_summary(using, declared_queues()), using)
         for row in summary:
             age = row["oldest_due_age"]
             row["oldest_due"] = show.duration(age) if age is not None else show.EMPTY
@@ -293,6 +296,7 @@ class JobAdmin(admin.ModelAdmin):
         queue_limits = _queue_limits()
         context = {
             "summary": summary,
+            "may_pause": queues.may_pause(request),
             "flow_partitions": flow_usage.overview(using, queue_limits),
             "queue_limits": flow_usage.queue_limit_rows(queue_limits, using),
         }
@@ -342,6 +346,12 @@ class JobAdmin(admin.ModelAdmin):
 
     @admin.display(description=_("attempt"))
     def attempts(self, job: Job) -> str:
+        if job.snoozes:  # snoozed attempts are not counted: say how many there were
+            return _("%(attempt)d / %(max)d, %(snoozes)d snoozes") % {
+                "attempt": job.attempt,
+                "max": job.max_attempts,
+                "snoozes": job.snoozes,
+            }
         return f"{job.attempt} / {job.max_attempts}"
 
     @admin.display(description=_("priority"))
@@ -469,6 +479,11 @@ class JobAdmin(admin.ModelAdmin):
     def when_due(self, job: Job) -> str:
         return show.moment(job.run_after, timezone.now())
 
+    @admin.display(description=_("expires"))
+    def when_expires(self, job: Job) -> str:
+        """When an unstarted job stops being worth running (``expires_after``)."""
+        return show.moment(job.expires_at, timezone.now())
+
     @admin.display(description=_("first started"))
     def when_started(self, job: Job) -> str:
         return show.moment(job.started_at, timezone.now())
@@ -489,7 +504,27 @@ class JobAdmin(admin.ModelAdmin):
 
     def get_urls(self) -> list[URLPattern]:
         info = self.opts.app_label, self.opts.model_name
+        # Pausing commits on its own: never inside a request's transaction (ATOMIC_REQUESTS).
+        outside_transaction = transaction.non_atomic_requests(using=job_database())
+
+        @outside_transaction
+        def pause_queue(request: HttpRequest) -> HttpResponse:
+            return queues.pause_view(request, self._changelist_url())
+
+        def resume_queue(request: HttpRequest) -> HttpResponse:
+            return queues.resume_view(request, self._changelist_url())
+
         return [
+            path(
+                "queues/pause/",
+                self.admin_site.admin_view(pause_queue),
+                name="{}_{}_pause_queue".format(*info),
+            ),
+            path(
+                "queues/resume/",
+                self.admin_site.admin_view(resume_queue),
+                name="{}_{}_resume_queue".format(*info),
+            ),
             path(
                 "<path:object_id>/json/<str:name>/",
                 self.admin_site.admin_view(self.payload_view),
@@ -502,6 +537,9 @@ class JobAdmin(admin.ModelAdmin):
             ),
             *super().get_urls(),
         ]
+
+    def _changelist_url(self) -> str:
+        return reverse(f"{self.admin_site.name}:leasequeue_job_changelist")
 
     def _object_actions(self, request: HttpRequest, job: Job) -> list[dict[str, Any]]:
         """The buttons the detail page shows: actions that apply to the job and are permitted."""

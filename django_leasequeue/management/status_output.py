@@ -47,6 +47,13 @@ def render_text(report: StatusReport) -> str:
     lines += ["", *_queues(report)]
     if any(queue.estimated for queue in report.queues):
         lines.append("(~ estimated from a sample of the table: too many to count quickly)")
+    lines += [
+        f"PAUSED: {queue.name}"
+        + (f" ({queue.pause_reason})" if queue.pause_reason else "")
+        + ": no worker claims its jobs"
+        for queue in report.queues
+        if queue.paused
+    ]
     for table in (_queue_limits(report), _limited_tasks(report), _workers(report)):
         if len(table) > 1:  # more than its header
             lines += ["", *table]
@@ -58,7 +65,7 @@ def render_text(report: StatusReport) -> str:
 def _queues(report: StatusReport) -> list[str]:
     rows = [
         [
-            queue.name,
+            queue.name + (" (paused)" if queue.paused else ""),
             *(("~" if c in queue.estimated else "") + f"{getattr(queue, c):,}" for c in COUNTS),
             _NONE if queue.oldest_due_seconds is None else duration(queue.oldest_due_seconds),
             f"{queue.finished_last_minute:,}",

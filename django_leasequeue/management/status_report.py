@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from django_leasequeue import protocol
 from django_leasequeue.backend import LeaseQueueBackend
+from django_leasequeue.control import statements
 from django_leasequeue.flow import usage as flow_usage
 from django_leasequeue.flow.limits import QueueLimit
 from django_leasequeue.models import WorkflowRun
@@ -63,6 +64,9 @@ class QueueLine:
     # Jobs that ended (succeeded, failed, cancelled) in the last minute.
     finished_last_minute: int
     limits: QueueLimits | None
+    # Whether the queue is paused (no worker claims its jobs), and the reason given.
+    paused: bool = False
+    pause_reason: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +126,8 @@ class StatusReport:
         if self.max_age_seconds is not None:
             for queue in self.queues:
                 age = queue.oldest_due_seconds
-                if age is not None and age > self.max_age_seconds:
+                # A paused queue's jobs wait by design: they are never overdue.
+                if age is not None and age > self.max_age_seconds and not queue.paused:
                     problems.append(
                         f"queue {queue.name!r}: the oldest due job has waited {age:.0f} s "
                         f"(more than --max-age {self.max_age_seconds:g} s)"
@@ -137,9 +142,10 @@ def build(backend: LeaseQueueBackend, *, max_age_seconds: float | None = None) -
         row["queue"]: _queue_limits(row)
         for row in flow_usage.queue_limit_rows(queue_limits, database)
     }
+    paused = protocol.execute(statements.paused_queues(), database)
     queues = [
-        _queue_line(row, limits.get(row["queue_name"]))
-        for row in queue_summary(database, backend.queues | set(queue_limits))
+        _queue_line(row, limits.get(row["queue_name"]), paused.get(row["queue_name"]))
+        for row in queue_summary(database, backend.queues | set(queue_limits) | set(paused))
     ]
     workers = [
         WorkerLine(
@@ -207,7 +213,9 @@ def _decoded(value: Any) -> Any:
     return json.loads(value) if isinstance(value, str) else value
 
 
-def _queue_line(row: dict[str, Any], limits: QueueLimits | None) -> QueueLine:
+def _queue_line(
+    row: dict[str, Any], limits: QueueLimits | None, pause: dict[str, Any] | None
+) -> QueueLine:
     age = row["oldest_due_age"]
     return QueueLine(
         name=row["queue_name"],
@@ -216,4 +224,6 @@ def _queue_line(row: dict[str, Any], limits: QueueLimits | None) -> QueueLine:
         oldest_due_seconds=None if age is None else max(0.0, age.total_seconds()),
         finished_last_minute=int(row["finished_last_minute"]),
         limits=limits,
+        paused=pause is not None,
+        pause_reason=pause["reason"] if pause else "",
     )

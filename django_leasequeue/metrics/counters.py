@@ -43,6 +43,11 @@ if prometheus_client is not None:
         "Expired leases the recover sweep took back from a vanished worker.",
         LABELS,
     )
+    EXPIRED = _Counter(
+        "leasequeue_jobs_expired",
+        "Jobs that expired before they started (expires_after); also counted as failed.",
+        LABELS,
+    )
     STALE_WRITES = _Counter(
         "leasequeue_stale_writes_rejected",
         "Writes refused by fencing: the worker had lost the job's lease.",
@@ -106,6 +111,16 @@ def recovered(queue: str, task: str, status: str) -> None:
     counter = _BY_STATUS.get(status)
     if counter is not None:
         counter.labels(queue, task).inc()
+
+
+def expired(queue: str, task: str, *, also_failed: bool = True) -> None:
+    """A job ended failed with JobExpired (the sweep found it, or its retry or snooze would
+    have started after its expiry); ``also_failed=False`` where ``finished`` counts it."""
+    if prometheus_client is None:
+        return
+    EXPIRED.labels(queue, task).inc()
+    if also_failed:
+        FAILED.labels(queue, task).inc()
 
 
 def stale_write(queue: str, task: str) -> None:

@@ -1,9 +1,9 @@
 """Gauges read from PostgreSQL when Prometheus scrapes: one collector, three statements.
 
-Per queue: jobs queued, running and retrying, and the oldest due job's age; and the number of
-worker processes alive. The counts are the admin summary's (``queue_summary``): exact up to a
-few thousand, estimated from a sample above, so a scrape stays fast on any backlog. Every
-declared queue has its series, at zero while it has no jobs.
+Per queue: jobs queued, running and retrying, the oldest due job's age and whether the queue is
+paused; and the number of worker processes alive. The counts are the admin summary's
+(``queue_summary``): exact up to a few thousand, estimated from a sample above, so a scrape stays
+fast on any backlog. Every declared queue has its series, at zero while it has no jobs.
 
 Workflows: how many run now, and how many ended by status, counted in the workflow table at
 scrape time. That count is a counter to Prometheus (``leasequeue_workflows_finished_total``):
@@ -18,6 +18,7 @@ from typing import Any
 from django.db.models import Count
 
 from django_leasequeue import protocol
+from django_leasequeue.control import statements
 from django_leasequeue.metrics.client import require
 from django_leasequeue.models import WorkflowRun
 from django_leasequeue.queue_summary import queue_summary
@@ -57,6 +58,15 @@ class DatabaseCollector:
             age = row["oldest_due_age"]
             oldest.add_metric([row["queue_name"]], age.total_seconds() if age else 0.0)
         yield oldest
+        paused = protocol.execute(statements.paused_queues(), self.database)
+        paused_family = metric_family(
+            "leasequeue_queue_paused",
+            "1 while the queue is paused (no worker claims its jobs), else 0.",
+            labels=["queue"],
+        )
+        for queue in sorted({row["queue_name"] for row in summary} | set(paused)):
+            paused_family.add_metric([queue], 1.0 if queue in paused else 0.0)
+        yield paused_family
         yield metric_family(
             "leasequeue_workers_alive",
             "Worker processes alive: not stopped, heartbeat within their lease.",

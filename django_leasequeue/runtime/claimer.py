@@ -24,6 +24,7 @@ from django_leasequeue.protocol import ClaimedJob
 from django_leasequeue.runtime.config import WorkerConfig
 from django_leasequeue.runtime.database import Database
 from django_leasequeue.runtime.flow_claims import FlowClaimer
+from django_leasequeue.runtime.open_queues import OpenQueues
 from django_leasequeue.wakeups import Wakeups
 
 logger = logging.getLogger(__name__)
@@ -111,6 +112,8 @@ class Claimer:
         self._in_flight = in_flight
         self._fenced = fenced
         self._start_jobs = start_jobs
+        # While a queue is paused, polls read the heads of the open queues instead.
+        self.open_queues = OpenQueues(db, self.queues, interval=backend_config.poll_seconds)
         # Jobs held to limits are claimed apart, under their limits' locks.
         self.flow = FlowClaimer(
             db, self.queues, worker_id=worker_id, lease_seconds=backend_config.lease_seconds
@@ -190,7 +193,10 @@ class Claimer:
         # times a blocked pop out up to 100 ms late, so take what is there and wait here.
         rate_soon = self._wait_seconds() < self.backend_config.poll_seconds
         if not claimed and self.use_wakeups and time.monotonic() >= self._redis_retry_at:
-            popped = await self._pop_wakeups(free, 0 if rate_soon else self._wait_seconds())
+            # While claims come back full, a backlog waits in PostgreSQL: poll at once when no
+            # wakeup is there (a resumed queue, wakeups lost with Redis) instead of waiting.
+            no_wait = rate_soon or self._backlog
+            popped = await self._pop_wakeups(free, 0 if no_wait else self._wait_seconds())
             # Garbage popped counts as woken: no poll (and no claim) for it.
             woken = popped is not None and popped.count > 0
             if popped is not None and popped.ids:
@@ -201,14 +207,7 @@ class Claimer:
         if not claimed and (not woken or poll_due):
             self._last_poll = time.monotonic()
             self._flow_due = True
-            claimed = await self.db.run(
-                protocol.claim_batch(
-                    self.queues,
-                    free,
-                    worker_id=self.worker_id,
-                    lease_seconds=self.backend_config.lease_seconds,
-                )
-            )
+            claimed = await self.db.run(await self._poll(free))
             if len(claimed) == free:
                 self._flow_due = False  # a full claim: no slot left for limited jobs
         self._backlog = len(claimed) >= free
@@ -247,9 +246,30 @@ class Claimer:
         job goes first, whatever its priority: no job starves under a stream of higher ones."""
         return now - self._oldest_claimed_at >= self.backend_config.oldest_first_seconds
 
+    async def _poll(self, free: int) -> protocol.Statement[list[ClaimedJob]]:
+        open_queues = await self.open_queues.current()
+        if open_queues is None:
+            return protocol.claim_batch(
+                self.queues,
+                free,
+                worker_id=self.worker_id,
+                lease_seconds=self.backend_config.lease_seconds,
+            )
+        return protocol.claim_batch_by_queue(
+            open_queues,
+            free,
+            worker_id=self.worker_id,
+            lease_seconds=self.backend_config.lease_seconds,
+        )
+
     async def _claim_oldest(self) -> list[ClaimedJob]:
         self._oldest_claimed_at = time.monotonic()
-        oldest = await self.db.run(protocol.oldest_due_job(self.queues))
+        open_queues = await self.open_queues.current()
+        oldest = await self.db.run(
+            protocol.oldest_due_job(self.queues)
+            if open_queues is None
+            else protocol.oldest_due_job_by_queue(open_queues)
+        )
         return [] if oldest is None else await self.db.run(self._claim_by_ids([oldest]))
 
     async def _say_what_burst_leaves(self) -> None:

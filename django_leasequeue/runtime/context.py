@@ -4,9 +4,11 @@ import asyncio
 from collections.abc import Coroutine
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any
+from datetime import timedelta
+from typing import Any, NoReturn
 from uuid import UUID
 
+from django_leasequeue.exceptions import Snooze
 from django_leasequeue.fencing import FencedTransaction, fenced_atomic
 from django_leasequeue.runtime.handle import JobHandle
 from django_leasequeue.tasks_framework import TaskContext
@@ -14,7 +16,8 @@ from django_leasequeue.tasks_framework import TaskContext
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class JobContext(TaskContext):  # type: ignore[misc]  # django-stubs: not frozen; Django's is
-    """Adds progress, checkpoints, fenced writes and stop flags to Django's TaskContext.
+    """Adds progress, checkpoints, snoozes, fenced writes and stop flags to Django's
+    TaskContext.
 
     The ``a``-prefixed methods are for ``async def`` tasks; the plain ones for sync tasks
     (which run in threads).
@@ -59,6 +62,14 @@ class JobContext(TaskContext):  # type: ignore[misc]  # django-stubs: not frozen
 
     def checkpoint(self, data: Any) -> None:
         self._from_thread(self.handle.save_checkpoint(data))
+
+    async def asnooze(self, seconds: float | timedelta) -> NoReturn:
+        """End this attempt and run the job again in ``seconds``, the attempt not counted:
+        raises ``Snooze`` (let it propagate). Past the task's ``max_snoozes`` the job fails."""
+        raise Snooze(seconds)
+
+    def snooze(self, seconds: float | timedelta) -> NoReturn:
+        raise Snooze(seconds)
 
     def fenced_atomic(self) -> AbstractContextManager[FencedTransaction]:
         """A transaction that commits the task's writes only while the lease is held.

@@ -14,6 +14,7 @@ from django.db import close_old_connections
 from django_leasequeue import jsonargs
 from django_leasequeue.exceptions import (
     JobTimeout,
+    Snooze,
     UndecodableJob,
     UnknownTask,
     UnstorableValue,
@@ -27,16 +28,18 @@ from django_leasequeue.tasks_framework import Task, normalize_json
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """How an attempt ended: a JSON result, or an error and whether to retry it."""
+    """How an attempt ended: a JSON result, an error and whether to retry it, or a snooze."""
 
     result_json: str | None = None
     error: dict[str, str] | None = None
     retryable: bool = True
     return_value: Any = None
+    # The task raised Snooze: run the job again in this many seconds, the attempt not counted.
+    snooze_seconds: float | None = None
 
     @property
     def succeeded(self) -> bool:
-        return self.error is None
+        return self.error is None and self.snooze_seconds is None
 
 
 def error_of(exc: BaseException, message: str | None = None) -> dict[str, str]:
@@ -115,6 +118,8 @@ async def run_attempt(
         else:
             async with asyncio.timeout(job.timeout_seconds):
                 value = await _call(task.func, args, kwargs, threads)
+    except Snooze as snooze:
+        return Outcome(snooze_seconds=snooze.seconds)
     except TimeoutError as exc:
         timeout = JobTimeout(f"Attempt ran longer than its timeout of {job.timeout_seconds}s.")
         timeout.__cause__ = exc

@@ -1,6 +1,7 @@
 """How an attempt's end is written: success (group-committed), failure (retry with backoff, or
-dead letter), cancel, or the lease handed back at shutdown; each one fenced by the lease, then
-told to metrics, to pages watching the job and to Django's ``task_finished`` receivers."""
+dead letter), snooze, cancel, or the lease handed back at shutdown; each one fenced by the
+lease, then told to metrics, to pages watching the job and to Django's ``task_finished``
+receivers."""
 
 import asyncio
 import logging
@@ -11,7 +12,8 @@ import psycopg
 
 from django_leasequeue import protocol
 from django_leasequeue.conf import BackendConfig
-from django_leasequeue.exceptions import UnstorableValue
+from django_leasequeue.control.statements import expire_doomed, snooze
+from django_leasequeue.exceptions import TooManySnoozes, UnstorableValue
 from django_leasequeue.jsonargs import escaped_text
 from django_leasequeue.metrics import counters as metrics
 from django_leasequeue.protocol import ClaimedJob
@@ -23,6 +25,7 @@ from django_leasequeue.runtime.handle import JobHandle, StopReason
 from django_leasequeue.runtime.task_signals import TaskSignalDispatcher, wanted
 from django_leasequeue.runtime.workflow_steps import ReleasedStepsWaker
 from django_leasequeue.status import JobStatus
+from django_leasequeue.task import DEFAULT_MAX_SNOOZES
 from django_leasequeue.tasks_framework import (
     Task,
     TaskResult,
@@ -79,6 +82,10 @@ class OutcomeRecorder:
         """Write the attempt's outcome (``task`` is None when the job could not be resolved)."""
         job = handle.job
         applied = False
+        seconds = outcome.snooze_seconds
+        if seconds is not None and task is not None and not handle.completed_in_fence:
+            await self._snooze(handle, task, seconds)
+            return
         if handle.completed_in_fence:
             applied, status = True, JobStatus.SUCCEEDED
         elif outcome.succeeded:
@@ -94,6 +101,8 @@ class OutcomeRecorder:
             failed = await self._fail(handle, outcome)
             applied = failed is not None
             status = JobStatus(failed.status) if failed else JobStatus.FAILED
+            if failed and failed.doomed and await self._expire_doomed(job, "retry"):
+                status = JobStatus.FAILED
             if failed and status == JobStatus.CANCELLED:
                 logger.info("Job %s (%s): cancelled.", job.id, job.task_path)
             elif failed:
@@ -119,6 +128,44 @@ class OutcomeRecorder:
         else:
             metrics.finished(job.queue_name, job.task_path, status, handle.run_seconds())
             await handle.publish({"kind": "status", "status": status})
+
+    async def _snooze(self, handle: JobHandle, task: Task, seconds: float) -> None:
+        """Write a snooze: the job queued again in ``seconds``, its attempt not counted (or
+        failed past ``max_snoozes``, cancelled if a cancel was requested)."""
+        job = handle.job
+        max_snoozes = getattr(task, "max_snoozes", DEFAULT_MAX_SNOOZES)
+        snoozed = await self.db.run(snooze(handle.lease, seconds, max_snoozes=max_snoozes))
+        if snoozed is None:
+            logger.warning("Job %s: lease lost before its snooze was written; discarded.", job.id)
+            metrics.stale_write(job.queue_name, job.task_path)
+            return
+        status = JobStatus(snoozed.status)
+        outcome = None
+        if status == JobStatus.QUEUED:
+            logger.info(
+                "Job %s (%s) snoozed until %s.", job.id, job.task_path, f"{snoozed.run_after:%X}"
+            )
+            if snoozed.doomed and await self._expire_doomed(job, "snooze"):
+                status = JobStatus.FAILED
+        elif status == JobStatus.FAILED:
+            too_many = TooManySnoozes(f"Snoozed more than max_snoozes ({max_snoozes}) times.")
+            outcome = Outcome(error=error_of(too_many), retryable=False)
+            logger.error("Job %s (%s) failed: %s", job.id, job.task_path, too_many)
+        if status == JobStatus.QUEUED:
+            metrics.finished(job.queue_name, job.task_path, status, handle.run_seconds())
+            await handle.publish({"kind": "status", "status": status})
+        else:
+            await self._finished(handle, task, status, outcome)
+
+    async def _expire_doomed(self, job: ClaimedJob, what: str) -> bool:
+        """End expired a job whose ``what`` (retry, snooze) was set past its expiry."""
+        if not await self.db.run(expire_doomed([job.id])):
+            return False
+        logger.warning(
+            "Job %s (%s) expired: its %s would start after its expiry.", job.id, job.task_path, what
+        )
+        metrics.expired(job.queue_name, job.task_path, also_failed=False)  # _finished counts it
+        return True
 
     async def record_stop(self, handle: JobHandle, task: Task) -> None:
         """Write what a stopped job's ``stop_reason`` asks for: nothing when its lease was lost,

@@ -32,6 +32,8 @@ WITH RECURSIVE partitions AS (
         WHERE status IN ('queued', 'retrying') AND flow_key = chosen.flow_key
           AND run_after <= now()
           AND (%(queues)s::text[] IS NULL OR queue_name = ANY(%(queues)s::text[]))
+          AND (expires_at IS NULL OR expires_at > now())
+          AND queue_name || '' <> ALL(ARRAY(SELECT queue_name FROM leasequeue_paused_queue))
         ORDER BY priority DESC, run_after, id
         LIMIT %(per_partition)s::integer
     ) AS head

@@ -2,24 +2,35 @@
 -- the lease holder's writes, and the recover sweep. Every worker write is fenced by (id,
 -- lease_version, status = 'running'): zero rows back means the lease was lost and nothing was
 -- written.
+--
+-- Claims skip jobs of paused queues (leasequeue_paused_queue) and jobs past their expires_at.
+-- The pause test is written `queue_name || '' <> ALL(...)`: as an expression, the planner gives
+-- it a default estimate instead of one from queue_name's statistics (with a single queue, any
+-- `queue_name <> x` looks as if it kept no row, and the plan would sort the whole backlog).
 
 -- name: enqueue
--- Insert jobs from column arrays in one statement; a unique key an unfinished job holds is skipped.
+-- Insert jobs from column arrays in one statement; a unique key an unfinished job (or, with unique_for, a job within its period) holds is skipped.
 INSERT INTO leasequeue_job (id, task_path, queue_name, priority, backend, args, kwargs, run_after,
                             max_attempts, timeout_seconds, backoff_seconds, unique_key, limits,
-                            flow_key, concurrency_key, pending_key)
+                            flow_key, concurrency_key, pending_key, expires_at, unique_until)
 SELECT id, task_path, queue_name, priority, backend, args, kwargs, coalesce(run_after, now()),
        max_attempts, timeout_seconds, backoff_seconds, unique_key, limits, flow_key,
-       concurrency_key, pending_key
+       concurrency_key, pending_key,
+       coalesce(run_after, now()) + make_interval(secs => expires_after),
+       now() + make_interval(secs => unique_for)
 FROM unnest(%(ids)s::uuid[], %(task_paths)s::text[], %(queue_names)s::text[],
             %(priorities)s::smallint[], %(backends)s::text[], %(args)s::jsonb[],
             %(kwargs)s::jsonb[], %(run_afters)s::timestamptz[], %(max_attempts)s::integer[],
             %(timeouts)s::float8[], %(backoffs)s::float8[], %(unique_keys)s::text[],
             %(limits)s::jsonb[], %(flow_keys)s::text[], %(concurrency_keys)s::text[],
-            %(pending_keys)s::text[])
+            %(pending_keys)s::text[], %(expires_afters)s::float8[], %(unique_fors)s::float8[])
      AS new(id, task_path, queue_name, priority, backend, args, kwargs, run_after, max_attempts,
             timeout_seconds, backoff_seconds, unique_key, limits, flow_key, concurrency_key,
-            pending_key)
+            pending_key, expires_after, unique_for)
+-- unique_for: the caller holds the key's lock (lock_unique_keys), so this sees every holder.
+WHERE new.unique_for IS NULL OR NOT EXISTS (
+    SELECT 1 FROM leasequeue_job AS holder
+    WHERE holder.unique_key = new.unique_key AND holder.unique_until > now())
 ON CONFLICT (unique_key) WHERE status IN ('queued', 'retrying', 'running') AND unique_key IS NOT NULL
 DO NOTHING
 RETURNING id, enqueued_at, run_after;
@@ -28,12 +39,18 @@ RETURNING id, enqueued_at, run_after;
 -- Insert one job with scalar parameters (cheaper to send than one-element arrays); as enqueue.
 INSERT INTO leasequeue_job (id, task_path, queue_name, priority, backend, args, kwargs, run_after,
                             max_attempts, timeout_seconds, backoff_seconds, unique_key, limits,
-                            flow_key, concurrency_key, pending_key)
-VALUES (%(id)s::uuid, %(task_path)s::text, %(queue_name)s::text, %(priority)s::smallint,
-        %(backend)s::text, %(args)s::jsonb, %(kwargs)s::jsonb,
-        coalesce(%(run_after)s::timestamptz, now()), %(max_attempts)s::integer,
-        %(timeout)s::float8, %(backoff)s::float8, %(unique_key)s::text, %(limits)s::jsonb,
-        %(flow_key)s::text, %(concurrency_key)s::text, %(pending_key)s::text)
+                            flow_key, concurrency_key, pending_key, expires_at, unique_until)
+SELECT %(id)s::uuid, %(task_path)s::text, %(queue_name)s::text, %(priority)s::smallint,
+       %(backend)s::text, %(args)s::jsonb, %(kwargs)s::jsonb,
+       coalesce(%(run_after)s::timestamptz, now()), %(max_attempts)s::integer,
+       %(timeout)s::float8, %(backoff)s::float8, %(unique_key)s::text, %(limits)s::jsonb,
+       %(flow_key)s::text, %(concurrency_key)s::text, %(pending_key)s::text,
+       coalesce(%(run_after)s::timestamptz, now())
+           + make_interval(secs => %(expires_after)s::float8),
+       now() + make_interval(secs => %(unique_for)s::float8)
+WHERE %(unique_for)s::float8 IS NULL OR NOT EXISTS (
+    SELECT 1 FROM leasequeue_job AS holder
+    WHERE holder.unique_key = %(unique_key)s::text AND holder.unique_until > now())
 ON CONFLICT (unique_key) WHERE status IN ('queued', 'retrying', 'running') AND unique_key IS NOT NULL
 DO NOTHING
 RETURNING id, enqueued_at, run_after;
@@ -45,7 +62,8 @@ SELECT now() AS now;
 -- name: copy_jobs
 -- Bulk insert of jobs without unique keys (COPY; columns in the order protocol.JobCopy writes them).
 COPY leasequeue_job (id, task_path, queue_name, priority, backend, args, kwargs, run_after,
-                     enqueued_at, max_attempts, timeout_seconds, backoff_seconds) FROM STDIN;
+                     enqueued_at, max_attempts, timeout_seconds, backoff_seconds, expires_at)
+FROM STDIN;
 
 -- name: claim_by_ids
 -- Compare-and-swap claim of these jobs if still claimable and due: unlimited ones (wakeup path), or also limited ones when %(limited)s (the limited claim, under its locks).
@@ -63,17 +81,21 @@ WHERE id = ANY(%(ids)s::uuid[])
   AND status IN ('queued', 'retrying')
   AND run_after <= now()
   AND (flow_key IS NULL OR %(limited)s::boolean)
+  AND (expires_at IS NULL OR expires_at > now())
+  AND queue_name || '' <> ALL(ARRAY(SELECT queue_name FROM leasequeue_paused_queue))
 RETURNING id, task_path, queue_name, priority, backend, args, kwargs, attempt, max_attempts,
           lease_version, timeout_seconds, backoff_seconds, checkpoint, enqueued_at, started_at,
           last_attempted_at, worker_ids, errors, run_after, workflow_id, upstream, has_dependents;
 
 -- name: claim_batch
--- Poll path: claim up to %(limit)s::integer due unlimited jobs of the given queues (NULL = all) in priority order.
+-- Poll path: claim up to %(limit)s::integer due unlimited jobs of the given queues (NULL = all) in priority order, none of a paused queue.
 WITH picked AS (
     SELECT id FROM leasequeue_job
     WHERE status IN ('queued', 'retrying') AND flow_key IS NULL
       AND (%(queues)s::text[] IS NULL OR queue_name = ANY(%(queues)s::text[]))
       AND run_after <= now()
+      AND (expires_at IS NULL OR expires_at > now())
+      AND queue_name || '' <> ALL(ARRAY(SELECT queue_name FROM leasequeue_paused_queue))
     ORDER BY priority DESC, run_after, id
     LIMIT %(limit)s::integer
     FOR UPDATE SKIP LOCKED
@@ -96,8 +118,44 @@ RETURNING job.id, job.task_path, job.queue_name, job.priority, job.backend, job.
           job.last_attempted_at, job.worker_ids, job.errors, job.run_after, job.workflow_id,
           job.upstream, job.has_dependents;
 
+-- name: claim_batch_by_queue
+-- Poll path while a queue is paused: as claim_batch, from the heads of these open queues (open_queues), never walking a paused queue's backlog.
+WITH picked AS (
+    SELECT head.id FROM unnest(%(queues)s::text[]) AS open(queue_name)
+    CROSS JOIN LATERAL (
+        SELECT id, priority, run_after FROM leasequeue_job
+        WHERE queue_name = open.queue_name
+          AND status IN ('queued', 'retrying') AND flow_key IS NULL
+          AND run_after <= now()
+          AND (expires_at IS NULL OR expires_at > now())
+        ORDER BY priority DESC, run_after, id
+        LIMIT %(limit)s::integer
+        FOR UPDATE SKIP LOCKED
+    ) AS head
+    -- The list may be a moment old: a queue paused since is still refused here.
+    WHERE open.queue_name <> ALL(ARRAY(SELECT queue_name FROM leasequeue_paused_queue))
+    ORDER BY head.priority DESC, head.run_after, head.id
+    LIMIT %(limit)s::integer
+)
+UPDATE leasequeue_job AS job
+SET status = 'running',
+    worker_id = %(worker_id)s::text,
+    worker_ids = job.worker_ids || to_jsonb(%(worker_id)s::text),
+    lease_version = job.lease_version + 1,
+    attempt = job.attempt + 1,
+    started_at = coalesce(job.started_at, now()),
+    last_attempted_at = now(),
+    heartbeat_at = now(),
+    lease_expires_at = now() + make_interval(secs => %(lease_seconds)s::float8)
+FROM picked
+WHERE job.id = picked.id
+RETURNING job.id, job.task_path, job.queue_name, job.priority, job.backend, job.args, job.kwargs,
+          job.attempt, job.max_attempts, job.lease_version, job.timeout_seconds,
+          job.backoff_seconds, job.checkpoint, job.enqueued_at, job.started_at,
+          job.last_attempted_at, job.worker_ids, job.errors, job.run_after;
+
 -- name: oldest_due_job
--- Fairness: the unlimited due job waiting longest, whatever its priority (one index probe per priority present).
+-- Fairness: the unlimited due job waiting longest, whatever its priority, none of a paused queue (one index probe per priority present).
 WITH RECURSIVE priorities AS (
     (SELECT priority FROM leasequeue_job
      WHERE status IN ('queued', 'retrying') AND flow_key IS NULL
@@ -116,9 +174,27 @@ CROSS JOIN LATERAL (
     WHERE status IN ('queued', 'retrying') AND flow_key IS NULL
       AND priority = priorities.priority AND run_after <= now()
       AND (%(queues)s::text[] IS NULL OR queue_name = ANY(%(queues)s::text[]))
+      AND (expires_at IS NULL OR expires_at > now())
+      AND queue_name || '' <> ALL(ARRAY(SELECT queue_name FROM leasequeue_paused_queue))
     ORDER BY priority DESC, run_after, id
     LIMIT 1
 ) AS head
+ORDER BY head.run_after, head.id
+LIMIT 1;
+
+-- name: oldest_due_job_by_queue
+-- Fairness while a queue is paused: as oldest_due_job, over these open queues (one index probe each).
+SELECT head.id FROM unnest(%(queues)s::text[]) AS open(queue_name)
+CROSS JOIN LATERAL (
+    SELECT id, run_after FROM leasequeue_job
+    WHERE queue_name = open.queue_name
+      AND status IN ('queued', 'retrying') AND flow_key IS NULL
+      AND run_after <= now()
+      AND (expires_at IS NULL OR expires_at > now())
+    ORDER BY run_after
+    LIMIT 1
+) AS head
+WHERE open.queue_name <> ALL(ARRAY(SELECT queue_name FROM leasequeue_paused_queue))
 ORDER BY head.run_after, head.id
 LIMIT 1;
 
@@ -181,7 +257,7 @@ SET status = CASE WHEN cancel_requested THEN 'cancelled'
         'attempt', attempt, 'worker_id', worker_id, 'at', now())),
     lease_expires_at = NULL
 WHERE id = %(id)s::uuid AND lease_version = %(lease_version)s::integer AND status = 'running'
-RETURNING id, status, run_after;
+RETURNING id, status, run_after, expires_at;
 
 -- name: hand_back
 -- Fenced: the worker gives a job back untouched (graceful shutdown); the attempt and its worker are not counted.
@@ -258,9 +334,27 @@ WHERE job.id = expired.id
 RETURNING job.id, job.status, job.queue_name, job.task_path;
 
 -- name: stale_due_jobs
--- Sweep: due unlimited jobs nobody claimed for a while, to get a wakeup again (limited ones wait by design).
+-- Sweep: due unlimited jobs nobody claimed for a while, to get a wakeup again (limited ones wait by design, paused or expired ones are not woken).
 SELECT id, queue_name FROM leasequeue_job
 WHERE status IN ('queued', 'retrying') AND flow_key IS NULL
   AND run_after <= now() - make_interval(secs => %(older_than_seconds)s::float8)
+  AND (expires_at IS NULL OR expires_at > now())
+  AND queue_name || '' <> ALL(ARRAY(SELECT queue_name FROM leasequeue_paused_queue))
 ORDER BY priority DESC, run_after, id
+LIMIT %(limit)s::integer;
+
+-- name: stale_due_jobs_by_queue
+-- Sweep while a queue is paused: as stale_due_jobs, over these open queues' heads.
+SELECT head.id, head.queue_name FROM unnest(%(queues)s::text[]) AS open(queue_name)
+CROSS JOIN LATERAL (
+    SELECT id, queue_name, priority, run_after FROM leasequeue_job
+    WHERE queue_name = open.queue_name
+      AND status IN ('queued', 'retrying') AND flow_key IS NULL
+      AND run_after <= now() - make_interval(secs => %(older_than_seconds)s::float8)
+      AND (expires_at IS NULL OR expires_at > now())
+    ORDER BY priority DESC, run_after, id
+    LIMIT %(limit)s::integer
+) AS head
+WHERE open.queue_name <> ALL(ARRAY(SELECT queue_name FROM leasequeue_paused_queue))
+ORDER BY head.priority DESC, head.run_after, head.id
 LIMIT %(limit)s::integer;

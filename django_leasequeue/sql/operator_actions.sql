@@ -11,7 +11,7 @@ WHERE id = ANY(%(ids)s::uuid[]) AND status IN ('waiting', 'queued', 'retrying', 
 RETURNING id, status;
 
 -- name: retry
--- Operator: failed/cancelled jobs queued again at once with fresh attempts; the error history stays.
+-- Operator: failed/cancelled jobs queued again at once with fresh attempts (an expiry that passed is dropped); the error history stays.
 WITH candidates AS (
     SELECT id, unique_key FROM leasequeue_job AS job
     WHERE id = ANY(%(ids)s::uuid[])
@@ -30,7 +30,8 @@ WITH candidates AS (
 UPDATE leasequeue_job AS job
 SET status = 'queued', run_after = now(), attempt = 0, cancel_requested = false,
     started_at = NULL, finished_at = NULL, result = NULL, progress = NULL, worker_id = NULL,
-    lease_expires_at = NULL, heartbeat_at = NULL
+    lease_expires_at = NULL, heartbeat_at = NULL,
+    expires_at = CASE WHEN job.expires_at > now() THEN job.expires_at END
 FROM picked
 WHERE job.id = picked.id
 RETURNING job.id, job.queue_name, job.backend;

@@ -7,13 +7,6 @@ SELECT id, task_path, queue_name, priority, backend, status, run_after, args, kw
 FROM leasequeue_job
 WHERE id = ANY(%(ids)s::uuid[]);
 
--- name: unfinished_by_unique_key
--- Read back: the unfinished jobs holding these unique keys (what a keyed enqueue returns instead).
-SELECT id, task_path, queue_name, priority, backend, status, run_after, args, kwargs, result,
-       errors, worker_ids, enqueued_at, started_at, last_attempted_at, finished_at, unique_key
-FROM leasequeue_job
-WHERE unique_key = ANY(%(unique_keys)s::text[]) AND status IN ('queued', 'retrying', 'running');
-
 -- name: job_statuses
 -- Read back: each job's status now, and whether an unfinished job holds its unique key.
 SELECT id, status,

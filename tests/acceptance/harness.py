@@ -118,17 +118,33 @@ def django_shell(database_url: str, code: str, **env: str) -> subprocess.Complet
     return subprocess.run(
         [sys.executable, "-m", "django", "shell", "-c", code],
         cwd=ROOT,
-        env={
-            **os.environ,
-            "DJANGO_SETTINGS_MODULE": "tests.settings",
-            "DATABASE_URL": database_url,
-            "PYTHONPATH": str(ROOT),
-            **env,
-        },
+        env=_shell_env(database_url, env),
         capture_output=True,
         text=True,
         timeout=120,
     )
+
+
+def start_django_shell(database_url: str, code: str, **env: str) -> subprocess.Popen:
+    """``django_shell`` without waiting: several run at once (``communicate()`` for the output)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "django", "shell", "-c", code],
+        cwd=ROOT,
+        env=_shell_env(database_url, env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _shell_env(database_url: str, env: dict[str, str]) -> dict[str, str]:
+    return {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "tests.settings",
+        "DATABASE_URL": database_url,
+        "PYTHONPATH": str(ROOT),
+        **env,
+    }
 
 
 def _cmdline(pid: int) -> bytes:

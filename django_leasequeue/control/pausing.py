@@ -1,0 +1,88 @@
+"""Pausing and resuming a queue: what ``backend.pause_queue``, ``manage.py leasequeue pause``
+and the admin's buttons run.
+
+A pause is a row of ``leasequeue_paused_queue``, which every claim statement reads. Pausing
+takes that table's lock first: it waits for the claims in flight (each holds the table while it
+runs) and holds off new ones until the pause commits, so when ``pause`` returns no claim that
+could still miss the pause is running. Resuming deletes the row, then wakes workers for the
+queue's due jobs (their wakeups were dropped while claims refused them).
+"""
+
+from functools import partial
+from typing import TYPE_CHECKING
+
+from django.db import OperationalError, transaction
+
+from django_leasequeue import jsonargs, protocol
+from django_leasequeue.control import statements
+
+if TYPE_CHECKING:
+    from django_leasequeue.backend import LeaseQueueBackend
+
+# How long a pause waits for the claims in flight (and holds new ones off) before it gives up.
+LOCK_WAIT_MILLISECONDS = 5000
+# Wakeups a resume sends: enough to wake every idle worker; they poll for the rest.
+RESUME_WAKEUPS = 1000
+# The queue_name column is a varchar(100).
+QUEUE_NAME_MAX_LENGTH = 100
+
+
+class PauseFailed(Exception):
+    """A pause that could not take the paused-queue table's lock in time; nothing changed."""
+
+
+def check_queue_name(backend: "LeaseQueueBackend", name: object) -> str:
+    """``name`` if it can name one of the backend's queues; ValueError saying why not."""
+    if not isinstance(name, str) or not name or len(name) > QUEUE_NAME_MAX_LENGTH:
+        raise ValueError(f"A queue name is a string of 1 to 100 characters, not {name!r}.")
+    if (problem := jsonargs.text_problem(name)) is not None:
+        raise ValueError(f"Queue name {name!r} cannot be stored ({problem}).")
+    if backend.queues and name not in backend.queues:
+        declared = ", ".join(sorted(backend.queues))
+        raise ValueError(f"Queue {name!r} is not one of the backend's QUEUES ({declared}).")
+    return name
+
+
+def pause(backend: "LeaseQueueBackend", name: str, reason: str = "") -> bool:
+    """Pause queue ``name`` and commit; True when it was not paused before."""
+    check_queue_name(backend, name)
+    if not isinstance(reason, str) or (problem := jsonargs.text_problem(reason)) is not None:
+        why = "not text" if not isinstance(reason, str) else problem
+        raise ValueError(f"The reason {reason!r:.60} cannot be stored ({why}).")
+    using = backend.config.database
+    if transaction.get_connection(using).in_atomic_block:
+        raise RuntimeError(
+            "pause_queue commits on its own: call it outside transaction.atomic() (inside one, "
+            "its lock would hold every claim of every queue until that transaction ends)."
+        )
+    try:
+        with transaction.atomic(using=using):
+            protocol.execute(protocol.limit_lock_wait(milliseconds=LOCK_WAIT_MILLISECONDS), using)
+            protocol.execute(statements.lock_paused_queues(), using)
+            return protocol.execute(statements.pause_queue(name, reason), using)
+    except OperationalError as exc:
+        if getattr(exc.__cause__, "sqlstate", None) != "55P03":  # lock_not_available
+            raise
+        raise PauseFailed(
+            f"Queue {name!r} was not paused: a transaction reading leasequeue_paused_queue did "
+            f"not end within {LOCK_WAIT_MILLISECONDS / 1000:g} s (an idle transaction?)."
+        ) from exc
+
+
+def resume(backend: "LeaseQueueBackend", name: str) -> bool:
+    """Resume queue ``name``; on commit, wake workers for its due jobs. True if it was paused."""
+    check_queue_name(backend, name)
+    using = backend.config.database
+    with transaction.atomic(using=using):
+        resumed = protocol.execute(statements.resume_queue(name), using)
+        if resumed:
+            due = protocol.execute(statements.due_in_queue(name, limit=RESUME_WAKEUPS), using)
+            wake = [(name, str(job_id)) for job_id in due]
+            transaction.on_commit(partial(backend.wakeups.push, wake), using=using)
+    return resumed
+
+
+def paused(backend: "LeaseQueueBackend") -> dict[str, str]:
+    """``{queue: reason}`` of every paused queue."""
+    rows = protocol.execute(statements.paused_queues(), backend.config.database)
+    return {queue: row["reason"] for queue, row in rows.items()}

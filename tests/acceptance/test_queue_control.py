@@ -1,0 +1,238 @@
+"""Queue control with real ``runworkers`` processes: a pause holds every worker off a queue and a
+resume drains it, expired jobs never run, a snooze is not an attempt and a stale worker's snooze
+is refused, and a key held over a period survives eight processes enqueuing at once."""
+
+import json
+import time
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.urls import reverse
+from django_redis import get_redis_connection
+from prometheus_client.parser import text_string_to_metric_families
+
+from django_leasequeue.models import Job
+from tests import control_tasks
+from tests.acceptance import harness
+from tests.acceptance.harness import wait_until
+from tests.models import Execution
+from tests.tasks import async_sleep
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.crash]
+
+
+def alive_workers() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM leasequeue_worker WHERE stopped_at IS NULL "
+            "AND heartbeat_at >= now() - make_interval(secs => lease_seconds)"
+        )
+        return cursor.fetchone()[0]
+
+
+def db_now():
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT now()")
+        return cursor.fetchone()[0]
+
+
+def statuses(ids) -> dict[str, int]:
+    found: dict[str, int] = {}
+    for status in Job.objects.filter(pk__in=ids).values_list("status", flat=True):
+        found[status] = found.get(status, 0) + 1
+    return found
+
+
+# Pausing
+
+
+def test_a_paused_queue_waits_with_idle_workers_and_drains_at_once_when_resumed(
+    start_workers, backend
+):
+    """Paused: 3 worker processes stay idle for 5 s, through a Redis flush and a restart of
+    the workers; resumed: every job runs within 2 s."""
+    backend.pause_queue("other", "incident")
+    workers = start_workers("--processes", "3", "--queues", "*", "--concurrency", "10")
+    wait_until(lambda: alive_workers() == 3, 30, "three worker processes")
+    ids = [control_tasks.recorded.using(queue_name="other").enqueue(n).id for n in range(60)]
+    control_tasks.recorded.enqueue(-1)  # another queue keeps running meanwhile
+    wait_until(lambda: Execution.objects.count() == 1, 10, "the open queue's job")
+
+    paused_for = time.monotonic()
+    time.sleep(2)
+    get_redis_connection(backend.config.redis_alias).flushdb()  # Redis loss keeps the pause
+    workers.stop()
+    workers = start_workers("--processes", "3", "--queues", "*", "--concurrency", "10")
+    wait_until(lambda: alive_workers() == 3, 30, "three restarted worker processes")
+    time.sleep(max(0.0, 5 - (time.monotonic() - paused_for)))
+    assert statuses(ids) == {"queued": 60}
+    assert Execution.objects.count() == 1
+
+    resumed_at = time.monotonic()
+    assert backend.resume_queue("other") is True
+    wait_until(lambda: statuses(ids) == {"succeeded": 60}, 10, "the resumed queue drained")
+    assert time.monotonic() - resumed_at < 2.0
+    assert Execution.objects.count() == 61
+
+
+def test_once_pause_returns_no_worker_claims_from_the_queue_and_running_jobs_finish(
+    start_workers, backend
+):
+    """A pause in the middle of a drain: nothing of the queue starts at or after the moment the
+    pause returned (the database's clock), jobs running then finish normally."""
+    calls = [(async_sleep.using(queue_name="other"), (0.05,), {}) for _ in range(3000)]
+    ids = [result.id for result in backend.enqueue_many(calls)]
+    start_workers("--processes", "2", "--queues", "*", "--concurrency", "20")
+    wait_until(lambda: statuses(ids).get("succeeded", 0) >= 200, 60, "a drain under way")
+    backend.pause_queue("other")
+    returned_at = db_now()
+    time.sleep(2)  # every worker polls and wakes several times meanwhile
+    assert not Job.objects.filter(pk__in=ids, last_attempted_at__gte=returned_at).exists()
+    now = statuses(ids)
+    assert now.get("running", 0) == 0  # those running when it paused have finished
+    assert now.get("failed", 0) == 0 and now["queued"] > 0
+    backend.resume_queue("other")
+    wait_until(lambda: statuses(ids) == {"succeeded": 3000}, 60, "the rest after the resume")
+
+
+# Expiry
+
+
+def test_expired_jobs_behind_a_blocker_never_run_and_consume_no_attempt(
+    start_workers, backend, tmp_path, monkeypatch, admin_client
+):
+    """1,000 jobs with expires_after=1s wait behind a 3 s job on a one-slot worker: none runs.
+    With no sweep due, the claims refuse them at the front of the queue; the next sweep ends
+    them failed with JobExpired, attempt 0, counted as expired."""
+    directory = tmp_path / "prometheus"
+    directory.mkdir()
+    metrics_env = {"PROMETHEUS_MULTIPROC_DIR": str(directory)}
+    start_workers(
+        "--queues", "*", "--concurrency", "1", options={"sweep_seconds": 120}, env=metrics_env
+    )
+    blocker = async_sleep.using(priority=10).enqueue(3).id
+    wait_until(lambda: Job.objects.get(pk=blocker).status == "running", 20, "the blocker")
+    calls = [(control_tasks.expiring, (n,), {}) for n in range(1000)]
+    ids = [result.id for result in backend.enqueue_many(calls)]
+    wait_until(lambda: Job.objects.get(pk=blocker).status == "succeeded", 20, "the blocker")
+    time.sleep(1.5)  # the worker is free and polls: it would claim them, were they not expired
+    assert statuses(ids) == {"queued": 1000}
+    assert not Execution.objects.exists()
+
+    start_workers("--queues", "*", env=metrics_env)  # its start-up sweep
+    wait_until(lambda: statuses(ids) == {"failed": 1000}, 30, "every job expired")
+    assert not Execution.objects.exists()
+    jobs = Job.objects.filter(pk__in=ids)
+    assert set(jobs.values_list("attempt", flat=True)) == {0}
+    assert {job.errors[-1]["exception_class_path"] for job in jobs} == {
+        "django_leasequeue.exceptions.JobExpired"
+    }
+
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(directory))
+    body = admin_client.get(reverse("leasequeue:metrics")).content.decode()
+    expired = sum(
+        sample.value
+        for family in text_string_to_metric_families(body)
+        for sample in family.samples
+        if sample.name == "leasequeue_jobs_expired_total"
+        and sample.labels["task"] == "tests.control_tasks.expiring"
+    )
+    assert expired == 1000
+
+
+def test_a_retry_that_would_start_after_the_expiry_ends_the_job_expired(start_workers):
+    job_id = control_tasks.fails_with_a_late_retry.enqueue().id
+    start_workers("--queues", "*")
+    wait_until(lambda: Job.objects.get(pk=job_id).status == "failed", 20, "the job to end")
+    job = Job.objects.get(pk=job_id)
+    assert job.attempt == 1
+    assert [error["exception_class_path"] for error in job.errors] == [
+        "builtins.ValueError",
+        "django_leasequeue.exceptions.JobExpired",
+    ]
+    assert job.finished_at - job.last_attempted_at < timedelta(seconds=2)  # not at expiry
+
+
+# Snoozes
+
+
+def test_a_job_snoozed_three_times_then_succeeds_with_attempt_1(start_workers):
+    async_job = control_tasks.snoozes_three_times.enqueue().id
+    sync_job = control_tasks.snoozes_in_a_thread.enqueue().id
+    too_many = control_tasks.snoozes_forever.enqueue().id
+    workers = start_workers("--queues", "*")
+    ids = [async_job, sync_job, too_many]
+    wait_until(lambda: statuses(ids) == {"succeeded": 2, "failed": 1}, 20, "every job to end")
+    job = Job.objects.get(pk=async_job)
+    assert (job.attempt, job.snoozes, job.result, job.errors) == (1, 3, {"snoozed": 3}, [])
+    assert len(job.worker_ids) == 1  # Django's TaskResult.attempts counts these
+    job = Job.objects.get(pk=sync_job)
+    assert (job.attempt, job.snoozes, job.result) == (1, 1, "done")
+    job = Job.objects.get(pk=too_many)
+    assert (job.status, job.attempt, job.snoozes) == ("failed", 1, 3)
+    [error] = job.errors
+    assert error["exception_class_path"] == "django_leasequeue.exceptions.TooManySnoozes"
+    assert "snoozed until" in workers.log()
+
+
+def test_a_stale_workers_snooze_is_refused(start_workers):
+    """Another worker took the job over (its lease version moved on) while the task ran; the
+    task then snoozes: the fenced write is refused and the new holder's job is untouched."""
+    job_id = control_tasks.snoozes_once_usurped.enqueue().id
+    # Long heartbeats: the task, not the heartbeat, is the first to meet the lost lease.
+    workers = start_workers("--queues", "*", options={"lease_seconds": 60, "heartbeat_seconds": 20})
+    wait_until(lambda: Job.objects.get(pk=job_id).status == "running", 20, "the job to start")
+    before = Job.objects.get(pk=job_id)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE leasequeue_job SET worker_id = 'usurper', lease_version = lease_version + 1"
+            " WHERE id = %s",
+            [job_id],
+        )
+    wait_until(
+        lambda: "lease lost before its snooze was written" in workers.log(),
+        10,
+        "the refused snooze",
+    )
+    job = Job.objects.get(pk=job_id)
+    assert (job.status, job.worker_id, job.snoozes, job.attempt) == ("running", "usurper", 0, 1)
+    assert job.run_after == before.run_after
+    assert job.lease_version == before.lease_version + 1
+
+
+# Unique periods
+
+
+RACE = """
+import json, sys, time
+from tests.control_tasks import hourly_report
+start_at = {start_at}
+while time.time() < start_at:
+    time.sleep(0.001)
+ids = []
+while time.time() < start_at + 3:
+    ids.append(hourly_report.enqueue(len(ids)).id)
+print(json.dumps(ids))
+"""
+
+
+def test_a_key_held_for_a_period_survives_8_processes_enqueuing_at_once(start_workers):
+    """Eight processes enqueue the same hourly key for 3 s while a worker runs the first job:
+    one job exists, it ran once, and every enqueue returned it, before and after it ended."""
+    start_workers("--queues", "*")
+    database_url = harness.test_database_url()
+    start_at = time.time() + 4  # the processes start Django first
+    processes = [
+        harness.start_django_shell(database_url, RACE.format(start_at=start_at)) for _ in range(8)
+    ]
+    outputs = [process.communicate(timeout=120) for process in processes]
+    assert all(process.returncode == 0 for process in processes), outputs
+    returned = [job_id for out, _ in outputs for job_id in json.loads(out.strip().splitlines()[-1])]
+    assert len(returned) > 80
+    [job] = Job.objects.filter(unique_key="hourly-report")
+    assert set(returned) == {str(job.id)}
+    wait_until(lambda: Job.objects.get(pk=job.id).status == "succeeded", 20, "the one job")
+    assert Execution.objects.filter(job_id=job.id).count() == 1
+    # Finished, it still holds the key for the rest of the hour.
+    assert control_tasks.hourly_report.enqueue(0).id == str(job.id)

@@ -1,0 +1,74 @@
+"""Tasks of the queue-control tests: pauses, expiry, snoozes and unique periods."""
+
+import os
+import time
+from datetime import timedelta
+
+from django_leasequeue import Snooze, task
+from django_leasequeue.models import Job
+from tests.models import Execution
+
+
+@task(takes_context=True)
+def recorded(context, n):
+    """Record that this job ran (a pause or an expiry must keep it from running)."""
+    Execution.objects.create(job_id=context.job_id, pid=os.getpid(), attempt=context.attempt)
+    return n
+
+
+@task(takes_context=True, expires_after=1)
+def expiring(context, n):
+    Execution.objects.create(job_id=context.job_id, pid=os.getpid(), attempt=context.attempt)
+    return n
+
+
+@task(expires_after=2, max_attempts=3, backoff_seconds=5)
+def fails_with_a_late_retry():
+    """Its retry (2.5 to 5 s after the failure) would start after its expiry (2 s)."""
+    raise ValueError("not now")
+
+
+@task(takes_context=True)
+async def snoozes_three_times(context):
+    """Snooze until three snoozes are counted (in the checkpoint, which survives them)."""
+    snoozed = context.last_checkpoint or 0
+    if snoozed < 3:
+        await context.acheckpoint(snoozed + 1)
+        await context.asnooze(0.2)
+    return {"snoozed": snoozed}
+
+
+@task(takes_context=True)
+def snoozes_in_a_thread(context):
+    """The sync twin: ``context.snooze`` the first time, succeed the second."""
+    if not context.last_checkpoint:
+        context.checkpoint(True)
+        context.snooze(timedelta(milliseconds=100))
+    return "done"
+
+
+@task(max_snoozes=2)
+def snoozes_forever():
+    raise Snooze(0)
+
+
+@task(takes_context=True)
+def snoozes_once_usurped(context):
+    """Wait until another worker took the job over, then snooze: a stale worker's write."""
+    deadline = time.monotonic() + 30
+    while not Job.objects.filter(pk=context.job_id, worker_id="usurper").exists():
+        if time.monotonic() > deadline:
+            return "never usurped"
+        time.sleep(0.01)
+    raise Snooze(60)
+
+
+@task(takes_context=True, unique_key=lambda n: "hourly-report", unique_for=timedelta(hours=1))
+def hourly_report(context, n):
+    Execution.objects.create(job_id=context.job_id, pid=os.getpid(), attempt=context.attempt)
+    return n
+
+
+@task(unique_key=lambda n: f"briefly:{n}", unique_for=0.5)
+def briefly_unique(n):
+    return n
