@@ -85,7 +85,7 @@ def test_status_json_follows_the_documented_schema(backend):
     data = json.loads(out.getvalue())
     validate_status_json(data)
     assert (data["schema_version"], data["healthy"], data["problems"]) == (1, True, [])
-    assert data["totals"] == {"workers_alive": 2}
+    assert data["totals"] == {"workers_alive": 2, "workflows_running": 0}
     workers = {worker["id"]: worker for worker in data["workers"]}
     # The text's "*" and the JSON agree: a worker of every queue lists ["*"], never null.
     assert workers["vm:1:w0:every"]["queues"] == ["*"]
@@ -115,7 +115,7 @@ def test_the_schema_refuses_what_the_old_output_had(backend):
         {"queues": [{**data["queues"][0], "running": "2/2"}]},
         {"workers": [{"id": "w", "host": "h", "pid": 1, "queues": None, "concurrency": 1,
                       "jobs_running": 0, "jobs_done": 0, "heartbeat_age_seconds": 0.5}]},
-        {"totals": {"workers_alive": 0, "unknown_count": 1}},
+        {"totals": {"workers_alive": 0, "workflows_running": 0, "unknown_count": 1}},
     ):  # fmt: skip
         with pytest.raises(jsonschema.ValidationError):
             validate_status_json({**data, **broken})
@@ -125,10 +125,11 @@ def test_the_text_is_aligned_columns_under_a_title_block(backend):
     _live_worker("vm:1:w0:abc", ["default"])
     text = status_output.render_text(status_report.build(backend, max_age_seconds=60))
     lines = [re.sub(r"\b\d s ago$", "N s ago", line) for line in text.splitlines()]
-    assert lines[0] == "Backend:        default"
-    assert lines[1].startswith("Taken at:       ")
-    assert lines[2] == "Workers alive:  1"
-    assert lines[3:] == [
+    assert lines[0] == "Backend:            default"
+    assert lines[1].startswith("Taken at:           ")
+    assert lines[2] == "Workers alive:      1"
+    assert lines[3] == "Workflows running:  0"
+    assert lines[4:] == [
         "",
         "QUEUE    QUEUED  RUNNING  RETRYING  FAILED  OLDEST DUE  FINISHED/MIN",
         "default       0        0         0       0  —                      0",

@@ -22,7 +22,7 @@ from prometheus_client import REGISTRY
 from django_leasequeue import Snooze, protocol
 from django_leasequeue.control import pausing, statements
 from django_leasequeue.control.pausing import PauseFailed
-from django_leasequeue.management import status_report
+from django_leasequeue.management import status_output, status_report
 from django_leasequeue.metrics.gauges import DatabaseCollector
 from django_leasequeue.models import Job
 from django_leasequeue.runtime.database import Database
@@ -191,9 +191,9 @@ def test_status_shows_pauses_and_does_not_call_a_paused_queues_wait_overdue(back
     assert not by_name["default"].paused
     assert any("queue 'default'" in p for p in report.problems)
     assert not any("'other'" in p for p in report.problems)
-    text = status_report.render_text(report)
+    text = status_output.render_text(report)
     assert "other (paused)" in text and "PAUSED: other (deploy): no worker claims its jobs" in text
-    data = json.loads(json.dumps(status_report.as_json(report)))
+    data = json.loads(json.dumps(status_output.as_json(report)))
     assert {q["name"]: q["paused"] for q in data["queues"]}["other"] is True
 
 

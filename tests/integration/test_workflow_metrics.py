@@ -78,12 +78,12 @@ def test_without_workflows_every_status_reads_zero(admin_client):
 
 
 def test_status_counts_running_workflows_in_text_and_json(backend, workflows_in_every_state):
-    assert status_report.build(backend).workflows_running == 2
+    assert status_report.build(backend).totals.workflows_running == 2
     text = StringIO()
     with pytest.raises(CommandError):  # no worker is alive: unhealthy, but printed first
         call_command("leasequeue", "status", stdout=text)
-    assert "WORKFLOWS: 2 running" in text.getvalue()
+    assert "Workflows running:  2" in text.getvalue()
     as_json = StringIO()
     with pytest.raises(CommandError):
         call_command("leasequeue", "status", "--json", stdout=as_json)
-    assert json.loads(as_json.getvalue())["workflows_running"] == 2
+    assert json.loads(as_json.getvalue())["totals"]["workflows_running"] == 2
