@@ -40,67 +40,7 @@ if sys.version_info < NEEDED:  # started by whatever python3 the machine has
         )
     os.execv(_python, [_python, os.path.abspath(__file__), *sys.argv[1:]])
 
-from devtools import browser, demo, pgbouncer, services, venv  # noqa: E402 (after the check)
-
-# The Django series the suite runs on: None is the newest release (``.venv``), then the LTS.
-DJANGO_SERIES = {"newest": None, "5.2": "5.2"}
-
-
-def run_tests(pytest_args: list[str], series: list[str]) -> int:
-    """Lint, the type check and docs once, then the migration check and the whole suite on each
-    Django series; fails when any of them fails."""
-    python = venv.ensure("test")
-    steps = [
-        [python, "-m", "ruff", "check", "."],
-        [python, "-m", "ruff", "format", "--check", "."],
-        # The package's types, against Django 6's stubs (configured in pyproject.toml).
-        [python, "-m", "mypy"],
-        # The documentation site, warnings (e.g. a broken link) as errors. Not --quiet: it
-        # silences the warning count that --strict relies on, so nothing would fail.
-        [python, "-m", "mkdocs", "build", "--strict"],
-    ]
-    quiet = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}  # a banner, not a build problem
-    for step in steps:
-        if subprocess.run(step, cwd=venv.ROOT, env=quiet).returncode:
-            return 1
-    pythons = {name: venv.ensure("test", DJANGO_SERIES[name]) for name in series}
-    chromium = browser.ensure_chromium(python)
-    # The PgBouncer tests skip (saying why) when there is no way to get one.
-    bouncer = {pgbouncer.ENV_VAR: found} if (found := pgbouncer.ensure_pgbouncer()) else {}
-    failed = []
-    with services.services() as env:
-        env = {**os.environ, **env, browser.ENV_VAR: chromium, **bouncer}
-        for name, series_python in pythons.items():
-            print(f"=== Django {name} ({_django_version(series_python)}) ===", flush=True)
-            if _suite(series_python, pytest_args, env):
-                failed.append(name)
-    if failed:
-        print(f"The suite failed on Django {', '.join(failed)}.", file=sys.stderr)
-    return 1 if failed else 0
-
-
-def _django_version(python) -> str:
-    script = "import django; print(django.get_version())"
-    return subprocess.run([python, "-c", script], capture_output=True, text=True).stdout.strip()
-
-
-def _suite(python, pytest_args: list[str], env: dict[str, str]) -> int:
-    migrations = [
-        python,
-        "-m",
-        "django",
-        "makemigrations",
-        "--check",
-        "--dry-run",
-        "--settings",
-        "tests.settings",
-        "--pythonpath",
-        ".",
-    ]
-    if subprocess.run(migrations, cwd=venv.ROOT, env=env).returncode:
-        print("Models and migrations disagree: run makemigrations.", file=sys.stderr)
-        return 1
-    return subprocess.run([python, "-m", "pytest", *pytest_args], cwd=venv.ROOT, env=env).returncode
+from devtools import demo, suite  # noqa: E402 (after the version check)
 
 
 def main() -> int:
@@ -114,7 +54,7 @@ def main() -> int:
     )
     test_parser.add_argument(
         "--django",
-        choices=sorted(DJANGO_SERIES),
+        choices=sorted(suite.DJANGO_SERIES),
         action="append",
         help="run the suite on this Django series only (repeatable; default: all)",
     )
@@ -125,7 +65,7 @@ def main() -> int:
     demo_parser.add_argument("--processes", type=int, default=2, help="worker processes")
     args, passthrough = parser.parse_known_args()
     if args.command == "test":
-        return run_tests(passthrough, args.django or list(DJANGO_SERIES))
+        return suite.run(passthrough, args.django or list(suite.DJANGO_SERIES))
     if args.command == "demo":
         if passthrough:
             parser.error(f"unrecognized arguments: {' '.join(passthrough)}")

@@ -14,7 +14,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bench.settings")
 
-from bench.throughput import reset, setup_database
+from bench.harness import reset, setup_database
 
 BACKLOG = 10_000
 RUNNING_ELSEWHERE = 500

@@ -1,7 +1,7 @@
 -- A big backlog for bench/queue_summary.py: 1,000,000 queued jobs (three queues, one tiny,
 -- 2% due only tomorrow), 300 running, 2,000 retrying, 5,000 failed and 200,000 succeeded
 -- over the last day. Ids are time-ordered like uuid7.
-TRUNCATE leasequeue_job;
+TRUNCATE leasequeue_job, leasequeue_dependency, leasequeue_workflow;
 INSERT INTO leasequeue_job (id, task_path, queue_name, args, kwargs, status, run_after,
                             enqueued_at, started_at, finished_at, attempt, worker_id,
                             lease_version, lease_expires_at, heartbeat_at)

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 
-from bench import throughput
+from bench import harness
 
 # Rows put in the table before the second drain: finished long ago, and due tomorrow.
 FINISHED_ROWS = 1_000_000
@@ -55,9 +55,9 @@ def drain_new_jobs(jobs: int, processes: int, concurrency: int, task) -> float:
     from django_leasequeue.models import Job
 
     started = time.time()
-    throughput.bulk_enqueue(jobs, task)
+    harness.bulk_enqueue(jobs, task)
     fresh = Job.objects.filter(enqueued_at__gte=throughput_start(started))
-    throughput.start_workers(processes, concurrency, "--burst").wait(3600)
+    harness.start_workers(processes, concurrency, "--burst").wait(3600)
     assert fresh.filter(status="succeeded").count() == jobs, "not every new job succeeded"
     span = fresh.aggregate(first=Min("last_attempted_at"), last=Max("finished_at"))
     return jobs / (span["last"] - span["first"]).total_seconds()
@@ -75,9 +75,9 @@ def peak_worker_rss_mib(jobs: int, concurrency: int, task) -> float:
     Run under a small wrapper process whose only children are that ``runworkers`` and its
     worker, so its children's peak RSS is the worker's own.
     """
-    throughput.reset()
+    harness.reset()
     for start in range(0, jobs, 100_000):
-        throughput.bulk_enqueue(min(100_000, jobs - start), task)
+        harness.bulk_enqueue(min(100_000, jobs - start), task)
     wrapper = (
         "import resource, subprocess, sys\n"
         "subprocess.run(sys.argv[1:], check=True)\n"
@@ -87,8 +87,8 @@ def peak_worker_rss_mib(jobs: int, concurrency: int, task) -> float:
     command += ["--concurrency", str(concurrency), "--burst", "-v", "0"]
     done = subprocess.run(
         [sys.executable, "-c", wrapper, *command],
-        cwd=throughput.ROOT,
-        env=throughput.worker_env(),
+        cwd=harness.ROOT,
+        env=harness.worker_env(),
         capture_output=True,
         text=True,
         check=True,
@@ -103,9 +103,9 @@ def run(jobs: int, processes: int, concurrency: int, memory_jobs: int) -> dict[s
 
     empty, loaded = [], []
     for _ in range(2):
-        throughput.reset()
+        harness.reset()
         empty.append(drain_new_jobs(jobs, processes, concurrency, anoop))
-        throughput.reset()
+        harness.reset()
         load_table(FINISHED_ROWS, FUTURE_ROWS)
         loaded.append(drain_new_jobs(jobs, processes, concurrency, anoop))
         print(f"scale: drain, empty table {empty[-1]:,.0f} jobs/s, loaded {loaded[-1]:,.0f}")

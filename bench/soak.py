@@ -80,7 +80,10 @@ def setup(database_url: str, redis_url: str) -> None:
     from django.db import connection
 
     with connection.cursor() as cursor:
-        cursor.execute("TRUNCATE leasequeue_job, tests_execution, tests_receipt")
+        cursor.execute(
+            "TRUNCATE leasequeue_job, leasequeue_dependency, leasequeue_workflow, tests_execution, "
+            "tests_receipt"
+        )
 
 
 def start_workers(processes: int, concurrency: int, log) -> subprocess.Popen:

@@ -43,3 +43,9 @@ def soak_work(context, n, milliseconds):
         Receipt.objects.create(job_id=context.job_id, written_by=str(os.getpid()))
         fence.complete(n)
     return n
+
+
+@task
+def gather(results):
+    """A chord's callback: how many results it was given."""
+    return len(results)

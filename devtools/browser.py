@@ -10,11 +10,13 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from devtools import apt
+
 # The environment variable that tells the tests which browser to launch.
 ENV_VAR = "LEASEQUEUE_CHROMIUM"
 _SYSTEM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 _PLAYWRIGHT_INSTALL_TIMEOUT = 300
-_APT_TIMEOUT = 900
+_PURPOSE = "a browser for the browser tests"
 
 
 def _playwright_browser(python: Path) -> str | None:
@@ -36,34 +38,15 @@ def _system_browser() -> str | None:
     return None
 
 
-def _run_quietly(command: list, timeout: float) -> bool:
-    print(f"Installing a browser for the browser tests: {' '.join(map(str, command))}", flush=True)
-    try:
-        done = subprocess.run(command, capture_output=True, timeout=timeout)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return done.returncode == 0
-
-
-def _apt_install() -> bool:
-    if not hasattr(os, "geteuid") or os.geteuid() != 0 or not shutil.which("apt-get"):
-        return False
-    install = ["apt-get", "install", "-y", "-q", "chromium"]
-    return _run_quietly(install, _APT_TIMEOUT) or (
-        _run_quietly(["apt-get", "update", "-q"], _APT_TIMEOUT)
-        and _run_quietly(install, _APT_TIMEOUT)
-    )
-
-
 def ensure_chromium(python: Path) -> str:
     """The path of a Chromium the tests can launch, installing one when there is none."""
     found = os.environ.get(ENV_VAR) or _playwright_browser(python) or _system_browser()
     if found:
         return found
     download = [python, "-m", "playwright", "install", "chromium"]
-    if _run_quietly(download, _PLAYWRIGHT_INSTALL_TIMEOUT):
+    if apt.run_quietly(download, _PURPOSE, _PLAYWRIGHT_INSTALL_TIMEOUT):
         found = _playwright_browser(python)
-    if not found and _apt_install():
+    if not found and apt.install("chromium", _PURPOSE):
         found = _system_browser()
     if not found:
         raise SystemExit(

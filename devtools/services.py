@@ -39,6 +39,7 @@ def reachable(url: str) -> bool:
 
 
 def free_port() -> int:
+    """A TCP port of 127.0.0.1 that nothing listens on now (the system picks it)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]

@@ -6,6 +6,7 @@ settings (``TASKS[...]["BACKEND"] = "django_leasequeue.backend.LeaseQueueBackend
 
 from django_leasequeue.exceptions import (
     InvalidTaskArguments,
+    InvalidWorkflow,
     JobTimeout,
     LeaseExpired,
     LeaseLost,
@@ -13,15 +14,20 @@ from django_leasequeue.exceptions import (
     UndecodableJob,
     UnknownTask,
     UnstorableValue,
+    UpstreamFailed,
 )
 from django_leasequeue.fencing import fenced_atomic
 from django_leasequeue.runtime.context import JobContext
 from django_leasequeue.status import CancelOutcome, JobStatus
 from django_leasequeue.task import LeaseTask, task
+from django_leasequeue.workflows.builder import Step, StepSpec, Workflow, chain, chord, group, step
+from django_leasequeue.workflows.choices import WorkflowStatus
+from django_leasequeue.workflows.handle import WorkflowHandle
 
 __all__ = [
     "CancelOutcome",
     "InvalidTaskArguments",
+    "InvalidWorkflow",
     "JobContext",
     "JobStatus",
     "JobTimeout",
@@ -29,9 +35,19 @@ __all__ = [
     "LeaseLost",
     "LeaseTask",
     "QueueFull",
+    "Step",
+    "StepSpec",
     "UndecodableJob",
     "UnknownTask",
     "UnstorableValue",
+    "UpstreamFailed",
+    "Workflow",
+    "WorkflowHandle",
+    "WorkflowStatus",
+    "chain",
+    "chord",
     "fenced_atomic",
+    "group",
+    "step",
     "task",
 ]

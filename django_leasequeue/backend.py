@@ -13,9 +13,9 @@ from django.db import DEFAULT_DB_ALIAS, transaction
 from django.utils import timezone
 
 from django_leasequeue import jsonargs, operations, protocol
-from django_leasequeue.calls import check_arguments, check_importable
 from django_leasequeue.checks import check_backend, check_job_database, check_schedules
 from django_leasequeue.conf import BackendConfig
+from django_leasequeue.enqueue_checks import check_arguments, check_importable
 from django_leasequeue.exceptions import InvalidTaskArguments
 from django_leasequeue.flow import backpressure
 from django_leasequeue.flow.limits import JobLimits, LimitError, TaskLimits
@@ -124,7 +124,7 @@ class LeaseQueueBackend(BaseTaskBackend):
         resolved: dict[int, _TaskDefaults] = {}
         calls = list(calls)
         new_jobs = [
-            self._new_job(job_id, task, args, kwargs, resolved)
+            self.new_job(job_id, task, args, kwargs, resolved)
             for job_id, (task, args, kwargs) in zip(uuid7_strs(len(calls)), calls, strict=True)
         ]
         if not new_jobs:
@@ -162,7 +162,7 @@ class LeaseQueueBackend(BaseTaskBackend):
         # A capped enqueue counts and inserts under its caps' locks, in one transaction.
         with transaction.atomic(using=using) if capped else contextlib.nullcontext():
             if capped:
-                self._refuse_past_caps(new_jobs, resolved)
+                self.refuse_past_caps(new_jobs, resolved)
             if inserts:
                 inserted = protocol.execute(protocol.enqueue([job for _, job in inserts]), using)
                 existing = self._results_holding(
@@ -183,10 +183,10 @@ class LeaseQueueBackend(BaseTaskBackend):
                             write(job)  # streams: the server stores rows while we go on
                             accept(index, job, enqueued_at)
         if enqueued:
-            transaction.on_commit(partial(self._committed, enqueued, due), using=using)
+            transaction.on_commit(partial(self.committed, enqueued, due), using=using)
         return results  # type: ignore[return-value]  # every slot is filled above
 
-    def _refuse_past_caps(
+    def refuse_past_caps(
         self, new_jobs: list[NewJob], resolved: dict[int, "_TaskDefaults"]
     ) -> None:
         """Raise QueueFull (writing nothing) when the jobs would pass a max_pending cap."""
@@ -204,7 +204,7 @@ class LeaseQueueBackend(BaseTaskBackend):
             self.config.database,
         )
 
-    def _committed(self, enqueued: list[TaskResult], due: list[tuple[str, str]]) -> None:
+    def committed(self, enqueued: list[TaskResult], due: list[tuple[str, str]]) -> None:
         """After the enqueue commits: Django's ``task_enqueued``, then wake workers.
 
         The jobs exist by now, so nothing here may raise into the caller: a failing receiver is
@@ -215,21 +215,26 @@ class LeaseQueueBackend(BaseTaskBackend):
         metrics.enqueued((result.task.queue_name, result.task.module_path) for result in enqueued)
         self.wakeups.push(due)
 
-    def _new_job(
+    def new_job(
         self,
         job_id: str,
         task: Task,
         args: Sequence[Any],
         kwargs: Mapping[str, Any],
         resolved: dict[int, "_TaskDefaults"],
+        *,
+        upstream_arguments: int = 0,
     ) -> NewJob:
+        """A call checked and encoded, its task's options resolved (once per task in
+        ``resolved``). ``upstream_arguments``: how many positional arguments a workflow step
+        receives before ``args`` (its upstream results), for the signature check."""
         defaults = resolved.get(id(task))
         if defaults is None:  # tasks are immutable: validate and resolve each once per batch
             defaults = resolved[id(task)] = self._task_defaults(task)
         args_json, kwargs_json = jsonargs.encode_arguments(
             defaults.task_path, args, kwargs, self.config.max_argument_bytes
         )
-        check_arguments(task, args, kwargs)
+        check_arguments(task, [None] * upstream_arguments + list(args), kwargs)
         return NewJob(
             job_id,
             task,

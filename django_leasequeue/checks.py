@@ -11,7 +11,7 @@ from django.db import connections
 from django_leasequeue.conf import BackendConfig
 from django_leasequeue.metrics import client as metrics_client
 from django_leasequeue.schedules.declaration import InvalidScheduledCall, declaration_of
-from django_leasequeue.schedules.registry import scheduled_tasks
+from django_leasequeue.schedules.discovery import scheduled_tasks
 from django_leasequeue.schedules.timing import InvalidSchedule
 
 

@@ -17,6 +17,16 @@ class UnstorableValue(ValueError):
         super().__init__(f"{what}: {problem}{f' at {where}' if where else ''}")
 
 
+class InvalidWorkflow(InvalidTask):
+    """A workflow that cannot be built or enqueued (a step of another workflow, a duplicate step
+    name, a task of another backend, ...); nothing was written."""
+
+
+class UpstreamFailed(Exception):
+    """Recorded in a workflow step's errors when it was cancelled without running: an upstream
+    step it needed did not succeed ("upstream step fetch failed")."""
+
+
 class LeaseLost(Exception):
     """The worker no longer holds the job's lease: another claim superseded it or it expired.
 

@@ -9,15 +9,20 @@ string, a key or a text column) is storable when it holds no NUL character (Post
 and jsonb cannot) and no surrogate code point (lone surrogates are not Unicode: PostgreSQL
 refuses them, and a pair of them would come back as one other character).
 
-``encode`` is the fast path: CPython's C encoder, then a scan of its ASCII output for the few
-escapes that may hide a problem; only then is the value walked (``problem_in``) to name the
-problem and where it is, e.g. "lone surrogate U+DC80 at [0], character 4".
+``encode`` is the fast path: CPython's C encoder, its output encoded to UTF-8 (which refuses a
+surrogate), then a scan for the few patterns that may hide a problem (a NUL escape, a float's
+exponent, many brackets, a key written from a number); only then is the value walked
+(``problem_in``) to name the problem and where it is, e.g. "lone surrogate U+DC80 at [0],
+character 4". ``dumps`` (ASCII, no checks) is for what the package itself builds.
 """
 
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from json.encoder import (  # type: ignore[attr-defined]  # the C encoder, not in typeshed
+    c_encode_basestring,
     c_make_encoder,
+    encode_basestring,
     encode_basestring_ascii,
 )
 from typing import Any, NoReturn
@@ -30,10 +35,9 @@ MAX_NESTING = 100
 # Python reads and writes longer integers only when told to (sys.set_int_max_str_digits);
 # a worker could not read such a value back.
 MAX_INT_DIGITS = 4300
-# Escapes in our ASCII encoding after which the value must be walked: NUL, and the surrogate
-# escapes of characters beyond U+FFFF (a real emoji and a surrogate code point look alike).
+# How a NUL character looks in the encoding (an escape): jsonb refuses it. A literal backslash
+# followed by "u0000" looks alike, so a match is confirmed by walking the value.
 _NUL = "\\u0000"
-_SURROGATE = "\\ud"
 # A float's repr with a positive exponent (1e+16): jsonb keeps the number, not that it was a
 # float, and gives back the integer 10000000000000000 (for 1e+23, a different number).
 _EXPONENT = "e+"
@@ -53,6 +57,18 @@ _ENCODE = (
     else None
 )
 _ENCODER = json.JSONEncoder(allow_nan=False, separators=(",", ":"))
+# The same, writing characters as they are (UTF-8 on the wire): a surrogate code point then
+# shows when the text is encoded to UTF-8, which no ASCII escape can tell from an emoji's.
+_ENCODE_TEXT = (
+    c_make_encoder(None, _refuse, c_encode_basestring, None, ":", ",", False, False, False)
+    if c_make_encoder is not None and c_encode_basestring is not None
+    else None
+)
+_TEXT_ENCODER = json.JSONEncoder(allow_nan=False, ensure_ascii=False, separators=(",", ":"))
+# A dict key the encoder wrote from 1, 2.5, True or None looks like "1":, "2.5":, "true":,
+# "null": (a quote inside a string is escaped, so only real keys match). A string key that
+# looks alike is rare; the walk then tells them apart.
+_NUMBER_LIKE_KEY = re.compile(r'[{,]"(?:-?[0-9][^"]*|true|false|null|NaN|-?Infinity)":')
 
 
 def dumps(value: Any) -> str:
@@ -71,26 +87,37 @@ def encode(value: Any, what: str, max_bytes: int | None = None) -> str:
     Raises ``UnstorableValue`` naming ``what`` (e.g. "return value"), the problem and where.
     """
     try:
-        text = dumps(value)
-    except (TypeError, ValueError):
+        text = _dumps_text(value)
+        size = len(text) if text.isascii() else len(text.encode("utf-8"))
+    except (TypeError, ValueError, UnicodeEncodeError):
         found = problem_in(value) or ("cannot be encoded as JSON", "")
         raise UnstorableValue(what, *found) from None
     if (
         _NUL in text
-        or _SURROGATE in text
         or _EXPONENT in text
         or text.count("[") + text.count("{") > MAX_NESTING
         # The encoder turns 1, 2.5, True and None keys into strings: they would change.
-        or ("{" in text and _has_non_string_keys(value))
+        or ("{" in text and _NUMBER_LIKE_KEY.search(text) is not None)
     ):
         problem = problem_in(value)
         if problem is not None:
             raise UnstorableValue(what, *problem)
         if _EXPONENT in text:
             text = _encode_exact(value)
-    if max_bytes is not None and len(text) > max_bytes:
-        raise UnstorableValue(what, f"{len(text):,} bytes as JSON, over the limit of {max_bytes:,}")
+            size = len(text.encode("utf-8"))
+    if max_bytes is not None and size > max_bytes:
+        raise UnstorableValue(what, f"{size:,} bytes as JSON, over the limit of {max_bytes:,}")
     return text
+
+
+def _dumps_text(value: Any) -> str:
+    """``dumps``, writing characters as they are instead of as escapes."""
+    if _ENCODE_TEXT is None:
+        return _TEXT_ENCODER.encode(value)
+    try:
+        return "".join(_ENCODE_TEXT(value, 0))
+    except RecursionError:
+        raise ValueError("circular reference, or nested too deeply") from None
 
 
 def problem_in(value: Any, *, inside: int = 0) -> tuple[str, str] | None:
@@ -194,25 +221,11 @@ def _encode_exact(value: Any) -> str:
         text = repr(value)
         return f"{int(value)}.0" if _EXPONENT in text else text
     if isinstance(value, dict):
-        items = (f"{encode_basestring_ascii(k)}:{_encode_exact(v)}" for k, v in value.items())
+        items = (f"{encode_basestring(k)}:{_encode_exact(v)}" for k, v in value.items())
         return "{" + ",".join(items) + "}"
     if isinstance(value, list | tuple):
         return "[" + ",".join(_encode_exact(item) for item in value) + "]"
-    return dumps(value)
-
-
-def _has_non_string_keys(value: Any) -> bool:
-    """Any dict key that is not a string, at any depth (callers bound the depth first)."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            if any(not isinstance(key, str) for key in item):
-                return True
-            stack.extend(c for c in item.values() if isinstance(c, dict | list | tuple))
-        elif isinstance(item, list | tuple):
-            stack.extend(child for child in item if isinstance(child, dict | list | tuple))
-    return False
+    return _dumps_text(value)
 
 
 def nesting_exceeds(value: Any, limit: int) -> bool:
@@ -242,12 +255,19 @@ def encode_arguments(
     except UnstorableValue:
         _raise_for_first_bad_argument(task_path, args, kwargs)
     if max_bytes is not None and len(args_json) + len(kwargs_json) > max_bytes:
-        raise InvalidTaskArguments(
-            f"Cannot enqueue {task_path}: its arguments are "
-            f"{len(args_json) + len(kwargs_json):,} bytes as JSON, over the limit of "
-            f"{max_bytes:,} (OPTIONS['max_argument_bytes']). Pass ids, not the data itself."
-        )
+        # Characters first (cheap): bytes are never fewer.
+        size = _utf8_size(args_json) + _utf8_size(kwargs_json)
+        if size > max_bytes:
+            raise InvalidTaskArguments(
+                f"Cannot enqueue {task_path}: its arguments are {size:,} bytes as JSON, over "
+                f"the limit of {max_bytes:,} (OPTIONS['max_argument_bytes']). Pass ids, not "
+                "the data itself."
+            )
     return args_json, kwargs_json
+
+
+def _utf8_size(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
 
 
 def _raise_for_first_bad_argument(

@@ -12,8 +12,17 @@ from django.utils.translation import gettext_lazy as _
 from django_leasequeue.ids import uuid7
 from django_leasequeue.schedules.model import Schedule
 from django_leasequeue.status import JobStatus
+from django_leasequeue.workflows.choices import RunIf, Upstream
+from django_leasequeue.workflows.model import StepDependency, WorkflowRun
 
-__all__ = ["Job", "Schedule", "TolerantJSONField", "Undecodable"]
+__all__ = [
+    "Job",
+    "Schedule",
+    "StepDependency",
+    "TolerantJSONField",
+    "Undecodable",
+    "WorkflowRun",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +95,23 @@ class Job(models.Model):
     concurrency_key = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001
     pending_key = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001
 
+    # Workflow steps only (NULL elsewhere): the workflow, the step's name in it, when it runs
+    # once its upstream steps have finished, what it receives of their results, and whether any
+    # step waits for it (only then does its end settle dependency rows).
+    workflow = models.ForeignKey(
+        WorkflowRun,
+        models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="steps",
+        db_constraint=False,  # the real constraint cascades in the database (migration 0009)
+        db_index=False,  # partial, below: plain jobs write no entry
+    )
+    step_name = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001
+    run_if = models.CharField(max_length=16, choices=RunIf, null=True, blank=True)  # noqa: DJ001
+    upstream = models.CharField(max_length=8, choices=Upstream, null=True, blank=True)  # noqa: DJ001
+    has_dependents = models.BooleanField(db_default=False)
+
     class Meta:
         verbose_name = _("job")
         verbose_name_plural = _("jobs")
@@ -142,6 +168,12 @@ class Job(models.Model):
             ),
             # Admin: the task filter, and its list of task paths (a loose index scan).
             models.Index(fields=["task_path", "id"], name="leasequeue_job_task"),
+            # A workflow's steps; plain jobs (NULL) are left out.
+            models.Index(
+                fields=["workflow", "id"],
+                name="leasequeue_job_workflow",
+                condition=models.Q(workflow__isnull=False),
+            ),
             # The summary's oldest due job per queue: one probe per queue, whatever the backlog.
             models.Index(
                 fields=["queue_name", "run_after"],

@@ -94,7 +94,10 @@ _RELEASE_SKIPS: dict[str, Promise] = {
     **_FINISHED,
 }
 _DELETE_SKIPS: dict[str, Promise] = {
-    JobStatus.RUNNING: gettext_lazy("running: cancel it or release its lease first")
+    JobStatus.RUNNING: gettext_lazy("running: cancel it or release its lease first"),
+    JobStatus.WAITING: gettext_lazy("a waiting workflow step: cancel it first"),
+    JobStatus.QUEUED: gettext_lazy("a workflow step not started: cancel it first"),
+    JobStatus.RETRYING: gettext_lazy("a workflow step not finished: cancel it first"),
 }
 _GONE = gettext_lazy("no longer exists")
 
@@ -237,3 +240,32 @@ def delete(ids: Iterable[UUID | str], using: str) -> ActionReport:
         return deleted
 
     return _run(ids, apply, _DELETE_SKIPS, using)
+
+
+# Workflows
+
+
+def cancel_workflow(workflow_id: UUID | str, using: str) -> dict[str, int]:
+    """A workflow's steps not started → cancelled, running ones asked to stop; the workflow
+    ends CANCELLED once they have. Returns ``{"cancelled": n, "cancel_requested": n}``."""
+    with transaction.atomic(using=using):
+        protocol.execute(protocol.request_workflow_cancel(workflow_id), using)
+        rows = protocol.execute(protocol.cancel_workflow_steps(workflow_id), using)
+    publish_statuses_on_commit(
+        {row["id"]: row["status"] for row in rows if row["status"] == JobStatus.CANCELLED}, using
+    )
+    running = sum(row["status"] == JobStatus.RUNNING for row in rows)
+    return {"cancelled": len(rows) - running, "cancel_requested": running}
+
+
+def retry_failed_steps(workflow_id: UUID | str, using: str) -> ActionReport:
+    """The workflow's failed steps queued again (and its cancel withdrawn); the steps they had
+    cancelled wait for them again, and run if they succeed."""
+    from django_leasequeue.models import Job, WorkflowRun
+
+    with transaction.atomic(using=using):
+        WorkflowRun.objects.using(using).filter(pk=workflow_id).update(cancel_requested=False)
+        failed = Job.objects.using(using).filter(
+            workflow_id=UUID(str(workflow_id)), status=JobStatus.FAILED
+        )
+        return retry(list(failed.values_list("id", flat=True)), using)

@@ -86,6 +86,11 @@ class ClaimedJob:
     errors: list[dict[str, Any]]
     # When this attempt was due (the queue latency runs from here to last_attempted_at).
     run_after: datetime
+    # Workflow steps: the workflow, what the step receives of its upstream steps' results
+    # (Upstream, or None), and whether any step waits for this one.
+    workflow_id: UUID | None = None
+    upstream: str | None = None
+    has_dependents: bool = False
     # Why the row could not be decoded (the job is then failed, never run), or None.
     problem: str | None = None
 
@@ -290,6 +295,15 @@ class JobCopy:
             self._copy_context.__exit__(*exc_info)
         finally:
             self._cursor.close()
+
+
+def _now(rows: list[Row]) -> datetime:
+    return rows[0]["now"]
+
+
+def database_now() -> Statement[datetime]:
+    """The database's clock (its transaction time)."""
+    return _statement("database_now", _now)
 
 
 def _claimed(rows: list[Row]) -> list[ClaimedJob]:
@@ -689,6 +703,16 @@ def _first_id(rows: list[Row]) -> UUID | None:
     return rows[0]["id"] if rows else None
 
 
+def limit_lock_wait(*, milliseconds: int) -> Statement[list[Row]]:
+    """Only inside a transaction: the limit ends with it (``SET LOCAL``)."""
+    return _statement("limit_lock_wait", _rows, milliseconds=milliseconds)
+
+
+def wait_for_flow_locks(keys: Iterable[str]) -> Statement[list[Row]]:
+    """Only inside a transaction: waits for, then holds until it ends, each limit's lock."""
+    return _statement("wait_for_flow_locks", _rows, keys=sorted(keys))
+
+
 def lock_pending_keys(keys: Iterable[str]) -> Statement[list[Row]]:
     """Only inside a transaction: waits for, then holds until it ends, each key's enqueue lock."""
     return _statement("lock_pending_keys", _rows, keys=sorted(keys))
@@ -806,3 +830,44 @@ def count_prunable(*, statuses: Sequence[str], older_than_seconds: float) -> Sta
         statuses=list(statuses),
         older_than_seconds=older_than_seconds,
     )
+
+
+# Workflows (sql/workflows.sql)
+
+
+def insert_workflow(workflow_id: str, name: str, backend: str, steps: int) -> Statement[Row]:
+    """The workflow's row; returns ``{created_at}``."""
+    return _statement(
+        "insert_workflow", _first, id=workflow_id, workflow_name=name, backend=backend, steps=steps
+    )
+
+
+def _first(rows: list[Row]) -> Row:
+    return rows[0]
+
+
+def copy_rows(query_name: str, rows: Iterable[Sequence[Any]], using: str = "default") -> None:
+    """COPY ``rows`` with the named ``COPY ... FROM STDIN`` statement, in the caller's
+    transaction on Django's connection (rows stream while the caller builds the next ones)."""
+    with connections[using].cursor() as cursor, cursor.cursor.copy(QUERIES[query_name].sql) as copy:
+        for row in rows:
+            copy.write_row(row)
+
+
+def upstream_results(job_id: UUID) -> Statement[list[Row]]:
+    """``{step_name, result (JSON text), status}`` of a step's upstream steps, in order."""
+    return _statement("upstream_results", _rows, id=job_id)
+
+
+def released_steps(ids: Sequence[UUID]) -> Statement[list[Row]]:
+    """``{id, queue_name}`` of the queued steps downstream of these finished ones."""
+    return _statement("released_steps", _rows, ids=list(ids))
+
+
+def request_workflow_cancel(workflow_id: UUID | str) -> Statement[bool]:
+    return _statement("request_workflow_cancel", _applied, id=workflow_id)
+
+
+def cancel_workflow_steps(workflow_id: UUID | str) -> Statement[list[Row]]:
+    """``{id, status}`` of the steps cancelled (status cancelled) or asked to stop (running)."""
+    return _statement("cancel_workflow_steps", _rows, id=workflow_id)

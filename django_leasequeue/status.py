@@ -7,6 +7,9 @@ from django_leasequeue.tasks_framework import TaskResultStatus
 
 
 class JobStatus(models.TextChoices):
+    # A workflow step whose upstream steps have not all finished: never claimed; it turns
+    # queued (or cancelled) in the transaction that records its last parent's outcome.
+    WAITING = "waiting", _("Waiting")
     QUEUED = "queued", _("Queued")
     RUNNING = "running", _("Running")
     RETRYING = "retrying", _("Retrying")
@@ -42,6 +45,7 @@ class CancelOutcome(models.TextChoices):
 
 
 _DJANGO_STATUS = {
+    JobStatus.WAITING: TaskResultStatus.READY,
     JobStatus.QUEUED: TaskResultStatus.READY,
     JobStatus.RETRYING: TaskResultStatus.READY,
     JobStatus.RUNNING: TaskResultStatus.RUNNING,

@@ -5,7 +5,7 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any, Literal, overload
 
-from django_leasequeue.schedules.registry import register
+from django_leasequeue.schedules.discovery import register
 from django_leasequeue.tasks_framework import (
     DEFAULT_TASK_BACKEND_ALIAS,
     DEFAULT_TASK_PRIORITY,

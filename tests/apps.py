@@ -6,6 +6,7 @@ class TestsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from tests import signal_log
+        from tests import processes, signal_log
 
         signal_log.connect_from_environment()
+        processes.die_with_supervisor()

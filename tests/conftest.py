@@ -5,6 +5,8 @@ from django_redis import get_redis_connection
 
 from django_leasequeue.tasks_framework import task_backends
 
+pytest_plugins = ["tests.leftovers"]
+
 
 @pytest.fixture
 def backend():

@@ -88,6 +88,15 @@ def run_in_threads(count: int, target: Callable[[int], object]) -> list[object]:
     return results
 
 
+def in_a_thread[T](query: Callable[[], T]) -> T:
+    """Run ``query`` on a thread of its own, which closes its database connection.
+
+    Under Playwright's sync API the test body runs in another context than the fixtures, so a
+    query made there would open a connection that nothing closes.
+    """
+    return run_in_threads(1, lambda _i: query())[0]
+
+
 def claim_limited(free: int = 10, worker_id: str = "w", lease_seconds: float = 30.0) -> list:
     """One round of the worker's limited claim, on a connection of its own."""
     from django_leasequeue.runtime.database import Database

@@ -34,3 +34,16 @@ class TickRun(models.Model):
 
     def __str__(self) -> str:
         return f"{self.task_name} tick {self.scheduled_at:%H:%M:%S} by {self.pid}"
+
+
+class StepRun(models.Model):
+    """One committed run of a workflow-test step: written in the fenced transaction that
+    completes it, with the times the task itself saw."""
+
+    job_id = models.UUIDField(db_index=True)
+    pid = models.IntegerField()
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"run of {self.job_id} by {self.pid}"

@@ -10,11 +10,8 @@ from pathlib import Path
 
 import redis
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from devtools.services import free_port
+from tests.processes import popen_options
 
 
 class RedisServer:
@@ -55,6 +52,7 @@ class RedisServer:
                 "no",
             ],
             stdout=subprocess.DEVNULL,
+            **popen_options(dict(os.environ)),
         )
         client = redis.Redis(port=self.port)
         deadline = time.monotonic() + 10
@@ -155,9 +153,11 @@ class PgBouncerServer:
             "ignore_startup_parameters = options, extra_float_digits\n"
             f"logfile = {self.workdir / 'pgbouncer.log'}\n"
         )
-        self._as_user: list[str] = []
+        # Switched to by Popen itself, before the parent-death signal is set: a runuser in
+        # between would leave PgBouncer behind when the test process dies.
+        self._account: dict = {}
         if os.geteuid() == 0:
-            self._as_user = ["runuser", "-u", "postgres", "--"]
+            self._account = {"user": "postgres", "group": "postgres", "extra_groups": []}
             for path in (self.workdir, *self.workdir.iterdir()):
                 shutil.chown(path, "postgres")
         self.process: subprocess.Popen | None = None
@@ -167,9 +167,11 @@ class PgBouncerServer:
 
     def start(self) -> "PgBouncerServer":
         self.process = subprocess.Popen(
-            [*self._as_user, self.binary, str(self.workdir / "pgbouncer.ini")],
+            [self.binary, str(self.workdir / "pgbouncer.ini")],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.STDOUT,
+            **self._account,
+            **popen_options(dict(os.environ)),
         )
         deadline = time.monotonic() + 10
         while True:

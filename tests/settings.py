@@ -6,6 +6,14 @@ from urllib.parse import urlsplit
 
 _db = urlsplit(os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test"))
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+# pytest-xdist runs the suite in several processes at once, and ``dev.py test`` runs the Django
+# series side by side. Each process has test databases of its own (pytest-django adds the
+# worker's id to their names; dev.py gives each series its own DATABASE_URL) and keeps its
+# Redis keys under a prefix of its own, in the one Redis database of REDIS_URL. The processes a
+# test starts (runworkers, daphne) inherit this environment, so they share their test's prefix.
+KEY_PREFIX = os.environ.get("LEASEQUEUE_TEST_KEY_PREFIX", "lqtest") + os.environ.get(
+    "PYTEST_XDIST_WORKER", ""
+)
 
 SECRET_KEY = "tests-only-not-secret"
 # startproject's default is True: the tests of runworkers' logging start workers with it on.
@@ -75,7 +83,7 @@ TASKS = {
         "QUEUES": ["default", "high", "low", "other", "llm"],
         # Crash tests start workers with short leases through LEASEQUEUE_OPTIONS (JSON).
         "OPTIONS": {
-            "key_prefix": "lqtest",
+            "key_prefix": KEY_PREFIX,
             # A model service taking two calls at once, a thousand waiting at most.
             "queue_limits": {"llm": {"concurrency": 2, "max_pending": 1000}},
             **json.loads(os.environ.get("LEASEQUEUE_OPTIONS", "{}")),
@@ -88,6 +96,12 @@ ASGI_APPLICATION = "tests.asgi.application"
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [REDIS_URL], "prefix": "lqtest-asgi"},
+        "CONFIG": {
+            # redis-py 8 reads with a 5 s socket timeout by default, which races the channel
+            # layer's 5 s blocking pop: an idle consumer then dies of a TimeoutError
+            # (django/channels_redis#422). A longer one still notices a dead Redis.
+            "hosts": [{"address": REDIS_URL, "socket_timeout": 10}],
+            "prefix": f"{KEY_PREFIX}-asgi",
+        },
     }
 }

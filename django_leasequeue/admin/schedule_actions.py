@@ -24,7 +24,7 @@ from django_leasequeue.backend import job_database, lease_queue_backend
 from django_leasequeue.models import Schedule
 from django_leasequeue.schedules.declaration import declaration_of
 from django_leasequeue.schedules.firing import ScheduleChanged, run_now
-from django_leasequeue.schedules.registry import scheduled_tasks
+from django_leasequeue.schedules.discovery import scheduled_tasks
 from django_leasequeue.schedules.timing import InvalidSchedule
 
 

@@ -3,7 +3,7 @@
 import asyncio
 from collections.abc import Coroutine
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
@@ -22,6 +22,8 @@ class JobContext(TaskContext):  # type: ignore[misc]  # django-stubs: not frozen
 
     handle: JobHandle
     database: str = "default"
+    # A workflow step's direct upstream steps: {step name: return value} (empty elsewhere).
+    upstream_results: dict[str, Any] = field(default_factory=dict)
 
     @property
     def job_id(self) -> UUID:

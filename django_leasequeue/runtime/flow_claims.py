@@ -15,6 +15,10 @@ from django_leasequeue.runtime.database import Database
 # Most partitions, and most jobs of one partition, a round looks at.
 _MAX_PARTITIONS = 20
 _MAX_PER_PARTITION = 10
+# How long a second look waits for the claimer holding a limit's lock. Its transaction takes a
+# few milliseconds; one that takes longer is stuck, and the next poll looks again. A quarter of
+# the lease at most: well under the connection's statement_timeout (half the lease).
+_HOLDER_WAIT_MS = 1000
 
 
 class FlowClaimer:
@@ -32,14 +36,41 @@ class FlowClaimer:
         self._after = ""
         # Monotonic time at which a rate-held job may start; None when none waits on a rate.
         self.wake_at: float | None = None
+        # The limits whose locks another claimer held during this claim (their jobs skipped).
+        self._contended: set[str] = set()
 
     async def claim(self, free: int) -> list[ClaimedJob]:
-        return await self.db.transaction(lambda conn: self._claim(conn, free), "flow claim")
+        """Claim up to ``free`` limited jobs. When another claimer held some limits' locks, and
+        room is left, look again once its transaction is over: it may have read their usage
+        before a slot came free, and then nobody would take that slot until the next poll."""
+        started_after = self._after
+        claimed = await self.db.transaction(lambda conn: self._claim(conn, free), "flow claim")
+        contended = self._contended
+        if not contended or len(claimed) >= free:
+            return claimed
+        left_off, self._after = self._after, started_after
+        try:
+            return claimed + await self.db.transaction(
+                lambda conn: self._claim_after_holder(conn, contended, free - len(claimed)),
+                "flow claim after a lock holder",
+            )
+        except psycopg.errors.LockNotAvailable:
+            self._after = left_off
+            return claimed
+
+    async def _claim_after_holder(
+        self, conn: psycopg.AsyncConnection, contended: set[str], free: int
+    ) -> list[ClaimedJob]:
+        wait_ms = min(_HOLDER_WAIT_MS, int(self.lease_seconds * 250))
+        await protocol.aexecute(protocol.limit_lock_wait(milliseconds=wait_ms), conn)
+        await protocol.aexecute(protocol.wait_for_flow_locks(contended), conn)
+        return await self._claim(conn, free)
 
     async def _claim(self, conn: psycopg.AsyncConnection, free: int) -> list[ClaimedJob]:
         """A round from where the last one stopped; when it reaches the last partition without
         claiming anything, a second round from the first partition."""
         self.wake_at = None
+        self._contended = set()
         started_after = self._after
         claimed = await self._round(conn, free)
         if claimed or not started_after:
@@ -65,6 +96,9 @@ class FlowClaimer:
         if not candidates.jobs:
             return []
         locked = candidates.locked_keys
+        self._contended |= {
+            limit["key"] for job in candidates.jobs for limit in job.limits
+        } - locked
         concurrency_keys, queues, rate_keys = limit_keys(
             limit for job in candidates.jobs for limit in job.limits if limit["key"] in locked
         )

@@ -21,6 +21,7 @@ from django_leasequeue.runtime.database import Database
 from django_leasequeue.runtime.execution import Outcome, error_of
 from django_leasequeue.runtime.handle import JobHandle, StopReason
 from django_leasequeue.runtime.task_signals import TaskSignalDispatcher, wanted
+from django_leasequeue.runtime.workflow_steps import ReleasedStepsWaker
 from django_leasequeue.status import JobStatus
 from django_leasequeue.tasks_framework import (
     Task,
@@ -48,6 +49,7 @@ class OutcomeRecorder:
         completions: CompletionBatcher,
         task_signals: TaskSignalDispatcher,
         signal_sender: type,
+        released_steps: ReleasedStepsWaker,
     ) -> None:
         self.db = db
         self.backend_alias = backend_alias
@@ -57,6 +59,7 @@ class OutcomeRecorder:
         self.completions = completions
         self.task_signals = task_signals
         self.signal_sender = signal_sender
+        self.released_steps = released_steps
         # Whether Django's task signals reach a receiver; re-read for every claimed batch.
         self.send_started = self.send_finished = True
 
@@ -109,6 +112,8 @@ class OutcomeRecorder:
             logger.warning("Job %s: lease lost before its outcome was written; discarded.", job.id)
             metrics.stale_write(job.queue_name, job.task_path)
             return
+        if job.has_dependents and status != JobStatus.RETRYING:
+            self.released_steps.add(job.id)
         if task is not None:
             await self._finished(handle, task, status, outcome)
         else:
@@ -126,6 +131,8 @@ class OutcomeRecorder:
         elif handle.stop_reason == StopReason.CANCEL_REQUESTED:
             if await self.db.run(protocol.finish_cancelled(handle.lease)):
                 logger.info("Job %s (%s): cancelled.", job.id, job.task_path)
+                if job.has_dependents:
+                    self.released_steps.add(job.id)
                 await self._finished(handle, task, JobStatus.CANCELLED)
         elif await self.db.run(protocol.hand_back(handle.lease)):
             logger.info("Job %s: handed back for another worker (shutdown).", job.id)

@@ -17,15 +17,15 @@ from datetime import datetime
 from django_leasequeue.backend import LeaseQueueBackend
 from django_leasequeue.ids import uuid7_strs
 from django_leasequeue.outage_log import OutageLog
+from django_leasequeue.protocol import database_now
 from django_leasequeue.runtime.database import Database
 from django_leasequeue.schedules.declaration import Declaration, declaration_of
+from django_leasequeue.schedules.discovery import scheduled_tasks
 from django_leasequeue.schedules.firing import job_fields
 from django_leasequeue.schedules.plan import plan_ticks
-from django_leasequeue.schedules.registry import scheduled_tasks
 from django_leasequeue.schedules.statements import (
     DueSchedule,
     JobFields,
-    database_now,
     due_schedules,
     fire_schedule,
     sync_schedules,

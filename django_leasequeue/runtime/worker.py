@@ -38,6 +38,7 @@ from django_leasequeue.runtime.task_signals import TaskSignalDispatcher
 from django_leasequeue.runtime.threads import JobThreads
 from django_leasequeue.runtime.watch import ViewerWatch
 from django_leasequeue.runtime.worker_id import new_worker_id
+from django_leasequeue.runtime.workflow_steps import ReleasedStepsWaker, with_upstream
 
 logger = logging.getLogger(__name__)
 
@@ -114,6 +115,7 @@ class WorkerLoop:
         self.watch = ViewerWatch(backend.wakeups, self.redis_calls, self.in_flight)
         self.completions = CompletionBatcher(self.db)
         self.task_signals = TaskSignalDispatcher(type(backend))
+        self.released_steps = ReleasedStepsWaker(self.db, backend.wakeups, self.redis_calls)
         self.outcomes = OutcomeRecorder(
             db=self.db,
             backend_alias=backend.alias,
@@ -123,6 +125,7 @@ class WorkerLoop:
             completions=self.completions,
             task_signals=self.task_signals,
             signal_sender=type(backend),
+            released_steps=self.released_steps,
         )
 
     def _database(self, name: str) -> Database:
@@ -183,6 +186,7 @@ class WorkerLoop:
             asyncio.create_task(self.sweep.run(), name="sweep"),
             asyncio.create_task(self.completions.run(), name="completions"),
             asyncio.create_task(self.task_signals.run(), name="task-signals"),
+            asyncio.create_task(self.released_steps.run(), name="released-steps"),
             asyncio.create_task(self.watch.run(), name="watch"),
         ]
         if not self.config.burst:  # a burst drains the queues; it does not add to them
@@ -195,6 +199,7 @@ class WorkerLoop:
             batchers: dict[str, Batcher] = {
                 "completions": self.completions,
                 "task-signals": self.task_signals,
+                "released-steps": self.released_steps,
             }
             await stop_services(services, batchers, self.stop_clock)
             await self.registry.stopped()
@@ -297,6 +302,9 @@ class WorkerLoop:
         """One job's runner: resolve, call within its timeout, record the outcome."""
         job = handle.job
         try:
+            upstream = None
+            if job.upstream is not None:  # a chain or chord step: its arguments start with them
+                job, upstream = await with_upstream(self.db, job)
             task = resolve(job)
             if isinstance(task, Outcome):
                 await self.outcomes.record(handle, None, task)
@@ -305,8 +313,13 @@ class WorkerLoop:
             if task.takes_context or self.outcomes.send_started:
                 running = self.outcomes.started(job, task)
                 if task.takes_context:
+                    if upstream is None and job.workflow_id is not None:
+                        job, upstream = await with_upstream(self.db, job)
                     context = JobContext(
-                        task_result=running, handle=handle, database=self.backend_config.database
+                        task_result=running,
+                        handle=handle,
+                        database=self.backend_config.database,
+                        upstream_results=upstream or {},
                     )
             # The task runs in this runner (no second asyncio task per job); while it does,
             # ``handle.stop()`` cancels the runner, which then records why it stopped.

@@ -146,11 +146,3 @@ def fire_schedule(
         },
         _fired,
     )
-
-
-def _now(rows: list[Row]) -> datetime:
-    return rows[0]["now"]
-
-
-def database_now() -> Statement[datetime]:
-    return Statement(QUERIES["database_now"], {}, _now)

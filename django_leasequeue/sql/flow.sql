@@ -3,7 +3,10 @@
 -- locks, so every earlier claim under them is visible), then store_rate_buckets records the starts
 -- the worker admitted and claim_by_ids (limited) claims them. Locks are transaction-level advisory
 -- locks on (1279677507, hashtext(key)): a claimer that cannot take one skips those jobs instead of
--- waiting.
+-- waiting. The holder may have read their usage before a slot came free, so a claimer that skipped
+-- some and has room left claims once more, in a new transaction that first waits for those locks
+-- (limit_lock_wait, then wait_for_flow_locks): else a freed slot could stay idle until the next
+-- poll.
 
 -- name: flow_candidates
 -- Limited claim: the due heads of up to %(partitions)s::integer flow partitions after %(after)s, round-robin, with the locks taken on their limits.
@@ -41,6 +44,16 @@ SELECT id, flow_key, queue_name, limits::text AS limits,
        coalesce((SELECT array_agg(key) FROM locked), '{}') AS locked_keys
 FROM candidates
 ORDER BY flow_key, priority DESC, run_after, id;
+
+-- name: limit_lock_wait
+-- Fail (LockNotAvailable) any lock wait of the current transaction longer than the given milliseconds.
+SELECT set_config('lock_timeout', %(milliseconds)s::text, true);
+
+-- name: wait_for_flow_locks
+-- Limited claim, after another claimer held these limits' locks: wait for each, in one order (no deadlock between two waiters), and hold them until the transaction ends.
+SELECT count(pg_advisory_xact_lock(1279677507, lock_key)) AS locked
+FROM (SELECT DISTINCT hashtext(key) AS lock_key FROM unnest(%(keys)s::text[]) AS key
+      ORDER BY lock_key) AS sorted;
 
 -- name: flow_usage
 -- Limited claim and admin: running jobs per concurrency key and per capped queue, each rate bucket's next start, and now().

@@ -65,7 +65,7 @@ WHERE id = ANY(%(ids)s::uuid[])
   AND (flow_key IS NULL OR %(limited)s::boolean)
 RETURNING id, task_path, queue_name, priority, backend, args, kwargs, attempt, max_attempts,
           lease_version, timeout_seconds, backoff_seconds, checkpoint, enqueued_at, started_at,
-          last_attempted_at, worker_ids, errors, run_after;
+          last_attempted_at, worker_ids, errors, run_after, workflow_id, upstream, has_dependents;
 
 -- name: claim_batch
 -- Poll path: claim up to %(limit)s::integer due unlimited jobs of the given queues (NULL = all) in priority order.
@@ -93,7 +93,8 @@ WHERE job.id = picked.id
 RETURNING job.id, job.task_path, job.queue_name, job.priority, job.backend, job.args, job.kwargs,
           job.attempt, job.max_attempts, job.lease_version, job.timeout_seconds,
           job.backoff_seconds, job.checkpoint, job.enqueued_at, job.started_at,
-          job.last_attempted_at, job.worker_ids, job.errors, job.run_after;
+          job.last_attempted_at, job.worker_ids, job.errors, job.run_after, job.workflow_id,
+          job.upstream, job.has_dependents;
 
 -- name: oldest_due_job
 -- Fairness: the unlimited due job waiting longest, whatever its priority (one index probe per priority present).

@@ -2,12 +2,12 @@
 -- conditional statement, safe while workers run.
 
 -- name: cancel
--- Cancel jobs: queued/retrying end cancelled at once, running ones get cancel_requested.
+-- Cancel jobs: waiting/queued/retrying end cancelled at once, running ones get cancel_requested.
 UPDATE leasequeue_job
 SET status = CASE WHEN status = 'running' THEN status ELSE 'cancelled' END,
     cancel_requested = cancel_requested OR status = 'running',
     finished_at = CASE WHEN status = 'running' THEN finished_at ELSE now() END
-WHERE id = ANY(%(ids)s::uuid[]) AND status IN ('queued', 'retrying', 'running')
+WHERE id = ANY(%(ids)s::uuid[]) AND status IN ('waiting', 'queued', 'retrying', 'running')
 RETURNING id, status;
 
 -- name: retry
@@ -48,18 +48,21 @@ WHERE id = ANY(%(ids)s::uuid[]) AND status = 'running'
 RETURNING id, status, queue_name, backend;
 
 -- name: delete_jobs
--- Operator: delete jobs no worker holds; a running job must be cancelled or released first.
+-- Operator: delete jobs no worker holds; a running job must be cancelled or released first, an unfinished workflow step cancelled (its downstream steps would wait for it for ever).
 DELETE FROM leasequeue_job
 WHERE id = ANY(%(ids)s::uuid[]) AND status <> 'running'
+  AND (workflow_id IS NULL OR status IN ('succeeded', 'failed', 'cancelled'))
 RETURNING id;
 
 -- name: prune_finished
--- Delete up to %(limit)s jobs that ended (succeeded/failed/cancelled) before the cutoff.
+-- Delete up to %(limit)s jobs that ended (succeeded/failed/cancelled) before the cutoff, except steps of a workflow still running (their outcome decides the steps after them).
 DELETE FROM leasequeue_job
 WHERE id IN (
-    SELECT id FROM leasequeue_job
+    SELECT id FROM leasequeue_job AS job
     WHERE status = ANY(%(statuses)s::text[])
       AND finished_at < now() - make_interval(secs => %(older_than_seconds)s::float8)
+      AND NOT EXISTS (SELECT 1 FROM leasequeue_workflow AS workflow
+                      WHERE workflow.id = job.workflow_id AND workflow.status = 'running')
     LIMIT %(limit)s::integer
     FOR UPDATE SKIP LOCKED
 )
@@ -67,6 +70,8 @@ RETURNING id;
 
 -- name: count_prunable
 -- How many jobs prune_finished would delete (prunejobs' progress in a terminal; the finished index).
-SELECT count(*) AS prunable FROM leasequeue_job
+SELECT count(*) AS prunable FROM leasequeue_job AS job
 WHERE status = ANY(%(statuses)s::text[])
-  AND finished_at < now() - make_interval(secs => %(older_than_seconds)s::float8);
+  AND finished_at < now() - make_interval(secs => %(older_than_seconds)s::float8)
+  AND NOT EXISTS (SELECT 1 FROM leasequeue_workflow AS workflow
+                  WHERE workflow.id = job.workflow_id AND workflow.status = 'running');

@@ -6,8 +6,9 @@ import sys
 import urllib.request
 from pathlib import Path
 
+from devtools.services import free_port
 from tests.acceptance.harness import ROOT, test_database_url, wait_until
-from tests.servers import free_port
+from tests.processes import popen_options
 
 
 class Daphne:
@@ -57,9 +58,9 @@ class Daphne:
                     self.application,
                 ],
                 cwd=ROOT,
-                env=env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
+                **popen_options(env),
             )
         wait_until(self._serving, 20, f"daphne on port {self.port}")
         return self

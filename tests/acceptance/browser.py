@@ -1,4 +1,5 @@
-"""Headless Chromium for the browser tests: the one ``dev.py test`` found or installed.
+"""Headless Chromium for the browser tests: the one ``dev.py test`` found or installed, and the
+steps the admin tests share. The ``open_page`` fixture (conftest.py) is the way in.
 
 ``dev.py test`` sets ``LEASEQUEUE_CHROMIUM``; run directly, pytest falls back to a system
 Chromium, then to Playwright's own browser.
@@ -6,9 +7,15 @@ Chromium, then to Playwright's own browser.
 
 import os
 import shutil
+from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Error, Playwright
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
+from playwright.sync_api import Browser, Error, Page, Playwright
+
+# The screenshots the docs show; the browser tests take them anew on every run.
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 
 # Without the background-networking flags Chromium keeps dialling hosts a closed network refuses.
 _ARGS = [
@@ -26,3 +33,22 @@ def launch_chromium(playwright: Playwright) -> Browser:
         return playwright.chromium.launch(executable_path=executable, args=_ARGS)
     except Error as exc:
         pytest.fail(f"No Chromium to launch ({exc}); run the tests with `python3 dev.py test`.")
+
+
+def make_operator(*codenames: str) -> None:
+    """The staff member the browser tests sign in as, with these leasequeue permissions (create
+    it before Playwright starts: see the ``open_page`` fixture)."""
+    user = get_user_model().objects.create_user("operator", password="night-shift", is_staff=True)
+    user.user_permissions.set(
+        Permission.objects.filter(content_type__app_label="leasequeue", codename__in=codenames)
+    )
+
+
+def log_in(page: Page, base_url: str, next_path: str = "/admin/leasequeue/job/") -> None:
+    """Sign in to the admin as ``make_operator``'s operator, and wait until ``next_path`` has
+    loaded."""
+    page.goto(f"{base_url}/admin/login/?next={next_path}")
+    page.fill("#id_username", "operator")
+    page.fill("#id_password", "night-shift")
+    page.click("input[type=submit]")
+    page.wait_for_url(f"{base_url}{next_path}")

@@ -1,16 +1,24 @@
-"""Real ``runworkers`` processes for the acceptance tests, pointed at the test database."""
+"""Real ``runworkers`` processes for the acceptance tests, pointed at the test database, and
+the crash tests' workload: jobs that record every execution and commit a receipt."""
 
 import contextlib
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
 from django.db import connection
+
+from django_leasequeue.models import Job
+from tests.models import Execution, Receipt
+from tests.processes import popen_options
+from tests.tasks import recorded_work
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -34,7 +42,8 @@ def test_database_url() -> str:
 
 
 class Workers:
-    """``manage.py runworkers`` in its own process group, logging to a file."""
+    """``manage.py runworkers`` in its own process group, logging to a file; it and its worker
+    processes die with the test process (``tests/processes.py``)."""
 
     def __init__(
         self,
@@ -61,10 +70,9 @@ class Workers:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "django", "runworkers", "-v", "1", *args],
             cwd=ROOT,
-            env=env,
             stdout=self._log,
             stderr=subprocess.STDOUT,
-            start_new_session=True,
+            **popen_options(env),
         )
 
     def children(self) -> list[int]:
@@ -136,3 +144,29 @@ def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None
         if time.monotonic() > deadline:
             raise AssertionError(f"Timed out after {timeout}s waiting for {what}.")
         time.sleep(0.05)
+
+
+# The crash tests' workload: each job records each execution (``Execution``) before it works,
+# and writes its receipt and result in one fenced transaction (``Receipt``).
+
+
+def enqueue_work(count: int, low_ms: int = 50, high_ms: int = 300) -> list[str]:
+    backend = recorded_work.get_backend()
+    calls = [(recorded_work, (n, random.randint(low_ms, high_ms)), {}) for n in range(count)]
+    return [result.id for result in backend.enqueue_many(calls)]
+
+
+def unfinished() -> int:
+    return Job.objects.exclude(status__in=["succeeded", "failed", "cancelled"]).count()
+
+
+def assert_every_job_committed_exactly_once(ids: list[str]) -> dict[str, int]:
+    statuses = Counter(Job.objects.filter(pk__in=ids).values_list("status", flat=True))
+    assert statuses == {"succeeded": len(ids)}, statuses
+    receipts = Counter(str(job_id) for job_id in Receipt.objects.values_list("job_id", flat=True))
+    assert set(receipts) == set(ids)
+    assert set(receipts.values()) == {1}, "a job committed its business write twice"
+    results = dict(Job.objects.filter(pk__in=ids).values_list("id", "result"))
+    assert sorted(results.values()) == list(range(len(ids)))
+    executions = Execution.objects.filter(job_id__in=ids).count()
+    return {"jobs": len(ids), "executions": executions, "re-runs": executions - len(ids)}

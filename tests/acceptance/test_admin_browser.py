@@ -3,58 +3,28 @@
 """
 
 import re
-from pathlib import Path
 
 import pytest
-from django.contrib.auth.models import Permission
-from playwright.sync_api import Page, expect, sync_playwright
+from playwright.sync_api import expect
 
 from django_leasequeue import protocol
 from django_leasequeue.models import Job
-from tests.acceptance.browser import launch_chromium
-from tests.helpers import claim_one, run_in_threads
+from tests.acceptance.browser import SCREENSHOTS, log_in, make_operator
+from tests.helpers import claim_one, in_a_thread
 from tests.tasks import add, reports_progress
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
-
-
-@pytest.fixture
-def page(live_server):
-    with sync_playwright() as playwright:
-        browser = launch_chromium(playwright)
-        context = browser.new_context(viewport={"width": 1800, "height": 1000})
-        # The admin's navigation sidebar folded away: the job list gets the width.
-        context.add_init_script("localStorage.setItem('django.admin.navSidebarIsOpen', 'false')")
-        context.set_default_timeout(15_000)
-        yield context.new_page()
-        browser.close()
-
 
 def _job(job_id: str) -> Job:
-    """Read the job on a thread of its own, which closes its connection.
-
-    Under Playwright's sync API the test body runs in another context than the fixtures, so a
-    query made there would open a connection that nothing closes.
-    """
-    return run_in_threads(1, lambda _i: Job.objects.get(pk=job_id))[0]
+    return in_a_thread(lambda: Job.objects.get(pk=job_id))
 
 
 @pytest.fixture
-def failed_id(django_user_model) -> str:
+def failed_id() -> str:
     """A staff operator, and jobs in every state; returns the failed job's id."""
-    _staff(django_user_model)
+    make_operator("view_job", "change_job")
     return _jobs_in_every_state()
-
-
-def _staff(django_user_model) -> None:
-    user = django_user_model.objects.create_user("operator", password="night-shift", is_staff=True)
-    user.user_permissions.set(
-        Permission.objects.filter(
-            content_type__app_label="leasequeue", codename__in=["view_job", "change_job"]
-        )
-    )
 
 
 def _jobs_in_every_state() -> str:
@@ -89,20 +59,13 @@ def _jobs_in_every_state() -> str:
     return str(failing.id)
 
 
-def _log_in(page: Page, base_url: str) -> None:
-    page.goto(f"{base_url}/admin/login/?next=/admin/leasequeue/job/")
-    page.fill("#id_username", "operator")
-    page.fill("#id_password", "night-shift")
-    page.click("input[type=submit]")
-    expect(page.locator("#lq-summary-title")).to_have_text("Queues")
-
-
 def test_operator_retries_a_failed_job_and_sees_it_succeed(
-    failed_id, page, live_server, start_workers
+    failed_id, open_page, live_server, start_workers
 ):
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-
-    _log_in(page, live_server.url)
+    page = open_page(viewport={"width": 1800, "height": 1000}, admin_sidebar=False)
+    log_in(page, live_server.url)
+    expect(page.locator("#lq-summary-title")).to_have_text("Queues")
     expect(page.locator("#result_list")).to_contain_text("expired")  # the dead worker's job
     expect(page.locator("#result_list")).to_contain_text("40% · rows copied")
     page.screenshot(path=SCREENSHOTS / "admin-list.png", full_page=True)
@@ -157,33 +120,23 @@ MEASURE_WIDTHS = """() => {
 
 @pytest.mark.parametrize("sidebar", ["open", "closed"])
 @pytest.mark.parametrize("width", [1280, 1600])
-def test_the_job_list_fits_common_screens_without_scrolling(
-    django_user_model, live_server, width, sidebar
-):
+def test_the_job_list_fits_common_screens_without_scrolling(open_page, live_server, width, sidebar):
     """Every column, the lease ones included, is on screen; long task paths, worker ids and
     progress messages are shortened, whole in their tooltip."""
-    _staff(django_user_model)
+    make_operator("view_job", "change_job")
     _jobs_in_every_state()
     long_path = claim_one(
         add.using(queue_name="other").enqueue(1, 1).id,
         "a-very-long-host-name.eu-west-1.compute.internal:123456:w12:abcdef",
     )
     protocol.execute(protocol.progress(long_path.lease, 3, 10, "a long progress message " * 6))
-    with sync_playwright() as playwright:
-        browser = launch_chromium(playwright)
-        context = browser.new_context(viewport={"width": width, "height": 900})
-        is_open = "true" if sidebar == "open" else "false"
-        context.add_init_script(
-            f"localStorage.setItem('django.admin.navSidebarIsOpen', '{is_open}')"
-        )
-        page = context.new_page()
-        _log_in(page, live_server.url)
-        sizes = page.evaluate(MEASURE_WIDTHS)
-        if width == 1280 and sidebar == "open":  # the narrowest: docs show what gives way
-            page.screenshot(path=SCREENSHOTS / "admin-list-1280.png")
-        worker = page.locator("#result_list td.field-worker", has_text="a-very-long").first
-        worker_title = worker.locator("[title]").get_attribute("title")
-        browser.close()
+    page = open_page(viewport={"width": width, "height": 900}, admin_sidebar=sidebar == "open")
+    log_in(page, live_server.url)
+    sizes = page.evaluate(MEASURE_WIDTHS)
+    if width == 1280 and sidebar == "open":  # the narrowest: docs show what gives way
+        page.screenshot(path=SCREENSHOTS / "admin-list-1280.png")
+    worker = page.locator("#result_list td.field-worker", has_text="a-very-long").first
+    worker_title = worker.locator("[title]").get_attribute("title")
     assert sizes["page"][0] <= sizes["page"][1], sizes
     assert sizes["results"][0] <= sizes["results"][1], sizes
     assert sizes["leaseRight"] <= sizes["viewport"], sizes

@@ -17,34 +17,21 @@ from django.db import connection
 from django.test import override_settings
 
 from django_leasequeue.models import Job
-from tests.acceptance.harness import wait_until
+from tests.acceptance.harness import (
+    assert_every_job_committed_exactly_once,
+    enqueue_work,
+    unfinished,
+    wait_until,
+)
 from tests.models import Execution, Receipt
 from tests.servers import RedisServer
 from tests.tasks import async_sleep, kill_my_process, recorded_work
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.crash]
-
-
-def enqueue_work(count: int, low_ms: int = 50, high_ms: int = 300) -> list[str]:
-    backend = recorded_work.get_backend()
-    calls = [(recorded_work, (n, random.randint(low_ms, high_ms)), {}) for n in range(count)]
-    return [result.id for result in backend.enqueue_many(calls)]
-
-
-def unfinished() -> int:
-    return Job.objects.exclude(status__in=["succeeded", "failed", "cancelled"]).count()
-
-
-def assert_every_job_committed_exactly_once(ids: list[str]) -> dict[str, int]:
-    statuses = Counter(Job.objects.filter(pk__in=ids).values_list("status", flat=True))
-    assert statuses == {"succeeded": len(ids)}, statuses
-    receipts = Counter(str(job_id) for job_id in Receipt.objects.values_list("job_id", flat=True))
-    assert set(receipts) == set(ids)
-    assert set(receipts.values()) == {1}, "a job committed its business write twice"
-    results = dict(Job.objects.filter(pk__in=ids).values_list("id", "result"))
-    assert sorted(results.values()) == list(range(len(ids)))
-    executions = Execution.objects.filter(job_id__in=ids).count()
-    return {"jobs": len(ids), "executions": executions, "re-runs": executions - len(ids)}
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.crash,
+    pytest.mark.django_independent,
+]
 
 
 def test_kill_9_one_worker_process_repeatedly(start_workers):

@@ -20,14 +20,13 @@ from urllib.parse import urlsplit
 import django
 import psycopg
 import pytest
-from playwright.sync_api import sync_playwright
 
+from devtools.services import free_port
 from tests import docs_snippets
 from tests.acceptance import harness
-from tests.acceptance.browser import launch_chromium
 from tests.acceptance.harness import wait_until
-from tests.servers import free_port
-from tests.settings import REDIS_URL
+from tests.processes import popen_options
+from tests.settings import KEY_PREFIX, REDIS_URL
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -41,7 +40,7 @@ INSTALLED_APPS += ["myapp"]
 DATABASES["default"].update({database!r})
 CACHES["default"]["LOCATION"] = {redis_url!r}
 CHANNEL_LAYERS["default"]["CONFIG"]["hosts"] = [{redis_url!r}]
-TASKS["default"]["OPTIONS"]["key_prefix"] = "lqdocs"
+TASKS["default"]["OPTIONS"]["key_prefix"] = {key_prefix!r}
 """
 
 GLUE_TASKS = """
@@ -121,7 +120,9 @@ def _build_project(root: Path, database: dict[str, str]) -> Path:
         settings.read_text()
         + "\n\n"
         + pasted["settings.py"]
-        + GLUE_SETTINGS.format(database=database, redis_url=REDIS_URL)
+        + GLUE_SETTINGS.format(
+            database=database, redis_url=REDIS_URL, key_prefix=f"{KEY_PREFIX}-docs"
+        )
     )
     (root / "mysite" / "asgi.py").write_text(pasted["asgi.py"])
     urls = root / "mysite" / "urls.py"
@@ -158,10 +159,9 @@ def _start(root: Path, command: list[str], log: Path) -> subprocess.Popen:
         return subprocess.Popen(
             command,
             cwd=root,
-            env=_env(),
             stdout=out,
             stderr=subprocess.STDOUT,
-            start_new_session=True,
+            **popen_options(_env()),
         )
 
 
@@ -185,7 +185,9 @@ def _answers(url: str) -> bool:
         return False
 
 
-def test_a_project_built_from_the_readme_runs_a_job_with_a_live_bar(tmp_path, project_database):
+def test_a_project_built_from_the_readme_runs_a_job_with_a_live_bar(
+    tmp_path, project_database, open_page
+):
     root = _build_project(tmp_path / "newproject", project_database)
     subprocess.run(
         [sys.executable, "manage.py", "migrate", "-v", "0"], cwd=root, env=_env(), check=True
@@ -214,27 +216,24 @@ def test_a_project_built_from_the_readme_runs_a_job_with_a_live_bar(tmp_path, pr
     )
     try:
         wait_until(lambda: _answers(f"http://127.0.0.1:{port}/"), 30, "runserver")
-        with sync_playwright() as playwright:
-            browser = launch_chromium(playwright)
-            page = browser.new_page()
-            response = page.goto(f"http://127.0.0.1:{port}/crunch/{job_id}/")
-            assert response is not None and response.ok, page.content()[:5000]
-            page.evaluate(
-                """window.__values = [];
-                new MutationObserver(() => {
-                  const v = Number(document.querySelector('[role=progressbar]')
-                    .getAttribute('aria-valuenow'));
-                  if (window.__values.at(-1) !== v) window.__values.push(v);
-                }).observe(document.querySelector('[role=progressbar]'), {attributes: true});"""
-            )
-            page.wait_for_function(
-                "document.querySelector('.leasequeue-progress').dataset.final === 'true'",
-                timeout=60_000,
-            )
-            values = page.evaluate("window.__values")
-            status = page.locator(".leasequeue-progress__status").inner_text()
-            notice_visible = page.locator(".leasequeue-progress__script-error").is_visible()
-            browser.close()
+        page = open_page()
+        response = page.goto(f"http://127.0.0.1:{port}/crunch/{job_id}/")
+        assert response is not None and response.ok, page.content()[:5000]
+        page.evaluate(
+            """window.__values = [];
+            new MutationObserver(() => {
+              const v = Number(document.querySelector('[role=progressbar]')
+                .getAttribute('aria-valuenow'));
+              if (window.__values.at(-1) !== v) window.__values.push(v);
+            }).observe(document.querySelector('[role=progressbar]'), {attributes: true});"""
+        )
+        page.wait_for_function(
+            "document.querySelector('.leasequeue-progress').dataset.final === 'true'",
+            timeout=60_000,
+        )
+        values = page.evaluate("window.__values")
+        status = page.locator(".leasequeue-progress__status").inner_text()
+        notice_visible = page.locator(".leasequeue-progress__script-error").is_visible()
     finally:
         _stop(server)
         _stop(workers)

@@ -5,17 +5,17 @@ import pytest
 from playwright.sync_api import expect
 
 from tests import flow_tasks
-from tests.acceptance.test_admin_browser import SCREENSHOTS, _log_in, _staff, page  # noqa: F401
+from tests.acceptance.browser import SCREENSHOTS, log_in, make_operator
 from tests.helpers import claim_limited
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 
 
 @pytest.fixture
-def held_jobs(django_user_model):
+def held_jobs():
     """A staff operator; a concurrency=1 task with its slot taken, a 1/h task that just started
     once, and the llm queue (concurrency 2) at its cap. Returns a job waiting for a slot."""
-    _staff(django_user_model)
+    make_operator("view_job", "change_job")
     waiting = [flow_tasks.single_slot.enqueue(n, 0).id for n in range(3)]
     [flow_tasks.hourly.enqueue(n) for n in range(2)]
     [flow_tasks.llm_call.enqueue(user_id, 0, 0) for user_id in range(4)]
@@ -24,8 +24,9 @@ def held_jobs(django_user_model):
     return next(job_id for job_id in waiting if job_id not in {str(job.id) for job in claimed})
 
 
-def test_staff_see_each_limit_and_why_a_job_waits(held_jobs, page, live_server):  # noqa: F811
-    _log_in(page, live_server.url)
+def test_staff_see_each_limit_and_why_a_job_waits(held_jobs, open_page, live_server):
+    page = open_page(viewport={"width": 1800, "height": 1000}, admin_sidebar=False)
+    log_in(page, live_server.url)
     flow = page.locator(".lq-flow")
     expect(flow.locator("h2")).to_have_text("Flow control")
     llm = flow.locator(".lq-queue-limits tbody tr", has_text="llm")

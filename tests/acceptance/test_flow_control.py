@@ -18,7 +18,11 @@ from tests.acceptance import harness
 from tests.acceptance.harness import wait_until
 from tests.servers import RedisServer
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.crash]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.crash,
+    pytest.mark.django_independent,
+]
 
 
 @pytest.fixture(autouse=True)
@@ -62,13 +66,19 @@ def _wait_for_workers(workers, count: int) -> None:
     wait_until(lambda: workers.log().count("queues=") >= count, 60, f"{count} workers to start")
 
 
+# A worker claims the next limited job once its Redis wait ends (poll_seconds at most), not as
+# soon as one of its limited jobs ends: polling every 0.1 s, hundreds of short capped jobs take
+# seconds, not a minute.
+QUICK_SLOTS = {"poll_seconds": 0.1}
+
+
 def _succeeded(task) -> int:
     return Job.objects.filter(task_path=task.module_path, status="succeeded").count()
 
 
 def test_a_concurrency_cap_holds_across_three_processes(start_workers, backend):
     backend.enqueue_many([(flow_tasks.capped, (n, 0.02), {}) for n in range(300)])
-    start_workers("--processes", "3", "--concurrency", "10")
+    start_workers("--processes", "3", "--concurrency", "10", options=QUICK_SLOTS)
     wait_until(lambda: _succeeded(flow_tasks.capped) == 300, 90, "all 300 capped jobs")
     runs = _runs("capped-")
     assert len(runs) == 300  # nothing ran twice
@@ -80,7 +90,7 @@ def test_keyed_caps_hold_per_key(start_workers, backend):
     backend.enqueue_many(
         [(flow_tasks.per_user, (user_id, n, 0.02), {}) for n in range(20) for user_id in range(5)]
     )
-    start_workers("--processes", "3", "--concurrency", "10")
+    start_workers("--processes", "3", "--concurrency", "10", options=QUICK_SLOTS)
     wait_until(lambda: _succeeded(flow_tasks.per_user) == 100, 90, "all 100 keyed jobs")
     runs = _runs("per-user-")
     for user_id in range(5):
@@ -93,7 +103,7 @@ def test_a_queue_cap_holds_across_tasks_and_keys(start_workers, backend):
     backend.enqueue_many(
         [(flow_tasks.llm_call, (user_id, n, 0.02), {}) for n in range(10) for user_id in range(6)]
     )
-    start_workers("--processes", "2", "--concurrency", "10", "--queues", "llm")
+    start_workers("--processes", "2", "--concurrency", "10", "--queues", "llm", options=QUICK_SLOTS)
     wait_until(lambda: _succeeded(flow_tasks.llm_call) == 60, 90, "all 60 llm calls")
     assert _most_at_once(_runs("llm-")) == 2
 

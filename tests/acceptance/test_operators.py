@@ -1,6 +1,7 @@
 """What operators see of real ``runworkers`` processes: the worker registry, the status
 command, and the Prometheus metrics scraped while the workers run jobs."""
 
+import contextlib
 import json
 import os
 import pty
@@ -22,6 +23,7 @@ from django_leasequeue.models import Job, Worker
 from tests.acceptance import harness
 from tests.acceptance.harness import ROOT, wait_until
 from tests.helpers import validate_status_json
+from tests.processes import popen_options
 from tests.tasks import add, async_sleep, flaky
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.crash]
@@ -172,10 +174,9 @@ def test_status_watch_refreshes_in_place_in_a_terminal(start_workers):
     process = subprocess.Popen(
         [sys.executable, "-m", "django", "leasequeue", "status", "--watch", "--interval", "0.5"],
         cwd=ROOT,
-        env=_env(),
         stdout=follower,
         stderr=follower,
-        start_new_session=True,
+        **popen_options(_env()),
     )
     os.close(follower)
     screen = b""
@@ -184,7 +185,13 @@ def test_status_watch_refreshes_in_place_in_a_terminal(start_workers):
         if select.select([leader], [], [], 0.5)[0]:
             screen += os.read(leader, 65536)
     process.send_signal(signal.SIGINT)
-    assert process.wait(10) == 0  # healthy when interrupted
+    # Read on while it exits: a terminal nobody reads fills up, and its last write would block.
+    deadline = time.monotonic() + 10
+    while process.poll() is None and time.monotonic() < deadline:
+        if select.select([leader], [], [], 0.1)[0]:
+            with contextlib.suppress(OSError):  # EIO once the process closed its side
+                screen += os.read(leader, 65536)
+    assert process.wait(1) == 0, screen[-2000:]  # healthy when interrupted
     os.close(leader)
     frames = [frame for frame in screen.split(b"\x1b[H\x1b[2J") if frame.strip()]
     assert len(frames) >= 2

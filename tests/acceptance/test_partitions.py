@@ -15,7 +15,11 @@ from tests.acceptance.harness import wait_until
 from tests.proxy import PartitionableProxy
 from tests.tasks import add, async_sleep, stays_alive
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.crash]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.crash,
+    pytest.mark.django_independent,
+]
 
 LEASE = {"lease_seconds": 3, "heartbeat_seconds": 0.5, "sweep_seconds": 0.3}
 

@@ -62,6 +62,7 @@ def assert_one_job_per_tick_without_gaps(ticks: list[datetime]) -> None:
     assert not gaps, f"ticks missed between: {gaps}"
 
 
+@pytest.mark.django_independent
 def test_three_supervisors_of_two_processes_run_exactly_one_job_per_tick(start_workers):
     groups = [
         start_workers("--processes", "2", "--concurrency", "4", env=installing("every_second"))
@@ -88,6 +89,7 @@ def test_three_supervisors_of_two_processes_run_exactly_one_job_per_tick(start_w
     print(f"{len(ticks)} ticks, {len(within)} in the 30 s window, 0 doubled, 0 missed")
 
 
+@pytest.mark.django_independent
 def test_a_3_second_job_on_a_1_second_schedule_never_overlaps(start_workers):
     workers = start_workers("--processes", "2", "--concurrency", "4", env=installing("overlapping"))
     wait_until(lambda: TickRun.objects.filter(task_name="slow_tick").count() >= 4, 90, "4 runs")
@@ -113,6 +115,7 @@ def schedulers(workers) -> list[int]:
     ]
 
 
+@pytest.mark.django_independent
 def test_kill_9_of_the_scheduling_process_misses_and_doubles_no_tick(start_workers):
     """Six times, SIGKILL one of the two processes that are scheduling, at a random moment of
     their one-second cycle (between checks, or in the middle of firing a tick); the other one
@@ -208,6 +211,7 @@ def test_pause_and_resume_from_the_admin(start_workers, admin_client):
     assert not [at for at in ticks_of(tick) if paused_at < at <= before_resume]
 
 
+@pytest.mark.django_independent
 def test_catch_up_after_an_hour_down_runs_exactly_catch_up_jobs(start_workers):
     env = installing("catching_up")
     paths = [task.module_path for task in (no_catch_up, default_catch_up, three_catch_up)]

@@ -17,11 +17,13 @@ from django.contrib.sessions.backends.db import SessionStore
 
 from django_leasequeue.progress.access import TOKEN_HEADER, job_token
 from tests.acceptance.asgi_server import Daphne
-from tests.acceptance.harness import THROUGH_PGBOUNCER, django_shell, wait_until
-from tests.acceptance.test_crashes import (
+from tests.acceptance.harness import (
+    THROUGH_PGBOUNCER,
     assert_every_job_committed_exactly_once,
+    django_shell,
     enqueue_work,
     unfinished,
+    wait_until,
 )
 from tests.models import Receipt
 
@@ -66,7 +68,15 @@ def test_enqueue_workers_admin_and_live_progress_through_pgbouncer(
     ).start()
     try:
         start_workers(
-            "--processes", "2", "--concurrency", "10", database_url=through, env=THROUGH_PGBOUNCER
+            "--processes",
+            "2",
+            "--concurrency",
+            "10",
+            database_url=through,
+            env=THROUGH_PGBOUNCER,
+            # Nothing is killed here: a lease that outlasts a loaded machine's stalls, so that no
+            # worker stops its job for want of a renewal (harness.FAST_OPTIONS is 1.5 s).
+            options={"lease_seconds": 10, "heartbeat_seconds": 1},
         )
         # Live progress as the bar polls it: daphne reads the job through PgBouncer.
         status_url = f"{daphne.url}/leasequeue/jobs/{ids['stepped']}/status/"
@@ -101,6 +111,7 @@ def test_enqueue_workers_admin_and_live_progress_through_pgbouncer(
     print(f"through PgBouncer (transaction pooling): {counts}; {logins} client logins")
 
 
+@pytest.mark.django_independent
 def test_kill_9_one_worker_process_repeatedly_through_pgbouncer(pgbouncer, start_workers):
     server, through = pgbouncer
     ids = enqueue_work(240, 200, 600)

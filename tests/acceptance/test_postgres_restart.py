@@ -16,7 +16,7 @@ from tests.acceptance import harness
 from tests.acceptance.harness import django_shell, wait_until
 from tests.servers import PostgresServer
 
-pytestmark = [pytest.mark.crash]
+pytestmark = [pytest.mark.crash, pytest.mark.django_independent]
 
 JOBS = 500
 DOWN_SECONDS = 10
@@ -82,7 +82,8 @@ def test_a_full_postgresql_restart_mid_run_loses_nothing(start_workers, own_post
 
     # An enqueue while PostgreSQL is down: a clear error in the caller, nothing written anywhere
     # (its own key prefix shows whether a wakeup went to Redis).
-    down_options = json.dumps({"key_prefix": "lqdown"})
+    down_prefix = f"{settings.KEY_PREFIX}-down"
+    down_options = json.dumps({"key_prefix": down_prefix})
     started = time.monotonic()
     failed = django_shell(
         url,
@@ -99,7 +100,7 @@ def test_a_full_postgresql_restart_mid_run_loses_nothing(start_workers, own_post
     assert "Connection refused" in failed.stdout
     assert time.monotonic() - started < 30
     wakeups = redis.Redis.from_url(settings.REDIS_URL)
-    assert not wakeups.keys("lqdown:*")
+    assert not wakeups.keys(f"{down_prefix}:*")
 
     time.sleep(max(0.0, DOWN_SECONDS - (time.monotonic() - stopped_at)))
     server.start()

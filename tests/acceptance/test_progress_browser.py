@@ -1,22 +1,20 @@
 """End to end in headless Chromium: a page with ``{% leasequeue_progress %}`` served by daphne,
 jobs run by real ``runworkers`` processes, events carried by channels-redis."""
 
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack
-from pathlib import Path
+from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Page
 
 from tests.acceptance.asgi_server import Daphne
-from tests.acceptance.browser import launch_chromium
+from tests.acceptance.browser import SCREENSHOTS
 from tests.acceptance.harness import THROUGH_PGBOUNCER
 from tests.progress_tasks import stepped
 from tests.servers import RedisServer
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 
-SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshots" / "progress-midway.png"
+SCREENSHOT = SCREENSHOTS / "progress-midway.png"
 BAR = ".leasequeue-progress"
 
 # Records, inside the page, every value the bar shows and a marker that a reload would erase.
@@ -39,21 +37,6 @@ def daphne(tmp_path) -> Iterator[Daphne]:
     server.stop()
 
 
-@pytest.fixture
-def launch_browser() -> Iterator[Callable[[], Browser]]:
-    """Starts headless Chromium when called. Use the ORM before: Playwright's sync API runs an
-    event loop in the test's thread, where Django then refuses database access."""
-    with ExitStack() as stack:
-
-        def launch() -> Browser:
-            playwright = stack.enter_context(sync_playwright())
-            browser = launch_chromium(playwright)
-            stack.callback(browser.close)
-            return browser
-
-        yield launch
-
-
 def _text(page: Page, part: str) -> str:
     return page.locator(f"{BAR} .leasequeue-progress__{part}").inner_text().strip()
 
@@ -74,16 +57,12 @@ def _assert_finished_live(page: Page, steps: int, *, moves: int = 5) -> None:
     assert values[-1] == 100
 
 
-def test_bar_moves_to_100_percent_over_websocket_without_reload(
-    launch_browser, daphne, start_workers
-):
+def test_bar_moves_to_100_percent_over_websocket_without_reload(open_page, daphne, start_workers):
     start_workers("--concurrency", "2", options={"progress_interval_seconds": 0.1})
     steps = 20
     job_id = stepped.enqueue(steps, 0.3).id
     # Reduced motion switches the bar's width transition off: the screenshot shows what is true.
-    page = launch_browser().new_page(
-        viewport={"width": 760, "height": 300}, reduced_motion="reduce"
-    )
+    page = open_page(viewport={"width": 760, "height": 300}, reduced_motion="reduce")
     sockets = []
     page.on("websocket", lambda socket: sockets.append(socket.url))
     page.goto(f"{daphne.url}/progress/{job_id}/")
@@ -103,13 +82,13 @@ def test_bar_moves_to_100_percent_over_websocket_without_reload(
 
 
 def test_bar_falls_back_to_polling_when_websockets_are_unavailable(
-    launch_browser, daphne, start_workers
+    open_page, daphne, start_workers
 ):
     start_workers("--concurrency", "2", options={"progress_interval_seconds": 0.1})
     steps = 10
     job_id = stepped.enqueue(steps, 0.6).id  # polls come once a second
     polls = []
-    page = launch_browser().new_page()
+    page = open_page()
     page.add_init_script("delete window.WebSocket;")
     page.on("request", lambda request: polls.append(request) if "/status/" in request.url else None)
     page.goto(f"{daphne.url}/progress/{job_id}/")
@@ -123,7 +102,7 @@ def test_bar_falls_back_to_polling_when_websockets_are_unavailable(
 
 
 def test_bar_falls_back_to_polling_when_the_channel_layer_is_down(
-    launch_browser, start_workers, tmp_path
+    open_page, start_workers, tmp_path
 ):
     """Daphne's channel layer (its Redis) unreachable: each of the page's websocket attempts is
     refused cleanly, not answered with HTTP 500 and a traceback; the outage is one log line,
@@ -135,7 +114,7 @@ def test_bar_falls_back_to_polling_when_the_channel_layer_is_down(
         steps = 10
         job_id = stepped.enqueue(steps, 0.6).id
         sockets, polls = [], []
-        page = launch_browser().new_page()
+        page = open_page()
         page.on("websocket", lambda socket: sockets.append(socket))
         page.on("request", lambda r: polls.append(r) if "/status/" in r.url else None)
         page.goto(f"{server.url}/progress/{job_id}/")
@@ -150,11 +129,11 @@ def test_bar_falls_back_to_polling_when_the_channel_layer_is_down(
         server.stop()
 
 
-def test_bar_reconnects_after_the_server_restarts(launch_browser, daphne, start_workers):
+def test_bar_reconnects_after_the_server_restarts(open_page, daphne, start_workers):
     start_workers("--concurrency", "2", options={"progress_interval_seconds": 0.1})
-    steps = 20
+    steps = 40  # 12 s: the bar still has moves to show once daphne is back on a loaded machine
     job_id = stepped.enqueue(steps, 0.3).id
-    page = launch_browser().new_page()
+    page = open_page()
     sockets = []
     page.on("websocket", lambda socket: sockets.append(socket.url))
     page.goto(f"{daphne.url}/progress/{job_id}/")
@@ -173,7 +152,7 @@ def test_bar_reconnects_after_the_server_restarts(launch_browser, daphne, start_
 
 
 def test_bar_moves_to_100_percent_over_websocket_through_pgbouncer(
-    pgbouncer, launch_browser, start_workers, tmp_path
+    pgbouncer, open_page, start_workers, tmp_path
 ):
     """Daphne and the workers reach PostgreSQL through PgBouncer in transaction pooling mode
     (docs/pgbouncer.md): the bar still follows the job live over its websocket."""
@@ -191,7 +170,7 @@ def test_bar_moves_to_100_percent_over_websocket_through_pgbouncer(
         )
         steps = 10
         job_id = stepped.enqueue(steps, 0.3).id
-        page = launch_browser().new_page()
+        page = open_page()
         sockets = []
         page.on("websocket", lambda socket: sockets.append(socket.url))
         page.goto(f"{server.url}/progress/{job_id}/")
@@ -202,9 +181,7 @@ def test_bar_moves_to_100_percent_over_websocket_through_pgbouncer(
         server.stop()
 
 
-def test_with_debug_on_a_bar_whose_script_is_not_served_says_so_on_the_page(
-    launch_browser, tmp_path
-):
+def test_with_debug_on_a_bar_whose_script_is_not_served_says_so_on_the_page(open_page, tmp_path):
     """The docs' asgi.py run by daphne directly serves no static files: the bar cannot move."""
     job_id = stepped.enqueue(3, 0.1).id
     server = Daphne(
@@ -214,7 +191,7 @@ def test_with_debug_on_a_bar_whose_script_is_not_served_says_so_on_the_page(
         ready_path="/admin/login/",
     ).start()
     try:
-        page = launch_browser().new_page()
+        page = open_page()
         errors = []
         page.on("console", lambda message: errors.append(message.text))
         page.goto(f"{server.url}/progress/{job_id}/")
@@ -227,11 +204,11 @@ def test_with_debug_on_a_bar_whose_script_is_not_served_says_so_on_the_page(
         server.stop()
 
 
-def test_with_debug_on_the_notice_stays_hidden_when_the_script_loads(launch_browser, tmp_path):
+def test_with_debug_on_the_notice_stays_hidden_when_the_script_loads(open_page, tmp_path):
     job_id = stepped.enqueue(3, 0.1).id
     server = Daphne(tmp_path / "daphne-debug.log", env={"LEASEQUEUE_TEST_DEBUG": "1"}).start()
     try:
-        page = launch_browser().new_page()
+        page = open_page()
         page.goto(f"{server.url}/progress/{job_id}/")
         page.wait_for_function("window.leasequeueProgress !== undefined", timeout=10_000)
         notice = page.locator(f"{BAR} .leasequeue-progress__script-error")

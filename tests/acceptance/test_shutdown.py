@@ -57,6 +57,7 @@ def partitionable_database():
 _STOP_MARGIN_SECONDS = 2 * STOP_SECONDS + 4
 
 
+@pytest.mark.django_independent
 def test_a_stop_while_postgresql_does_not_answer_ends_within_the_grace(
     start_workers, partitionable_database
 ):
@@ -66,7 +67,8 @@ def test_a_stop_while_postgresql_does_not_answer_ends_within_the_grace(
     proxy, behind_proxy = partitionable_database
     grace = 2.0
     short = [async_sleep.enqueue(1.0).id for _ in range(3)]
-    long = [async_sleep.enqueue(30.0).id for _ in range(3)]
+    # Long enough to be running still when the stop gives up (grace + 2 * STOP_SECONDS).
+    long = [async_sleep.enqueue(12.0).id for _ in range(3)]
     workers = start_workers(
         "--concurrency",
         "10",
@@ -96,6 +98,7 @@ def test_a_stop_while_postgresql_does_not_answer_ends_within_the_grace(
     )
 
 
+@pytest.mark.django_independent
 def test_a_second_stop_kills_a_worker_that_does_not_stop_and_says_so_once(start_workers):
     """A worker process that does not react (here: SIGSTOP) is killed 10 s after the second
     stop signal; the supervisor logs that once, not once per 0.2 s tick."""
@@ -111,6 +114,7 @@ def test_a_second_stop_kills_a_worker_that_does_not_stop_and_says_so_once(start_
     assert workers.log().count("Worker process 0 did not stop; killing it.") == 1
 
 
+@pytest.mark.django_independent
 def test_a_worker_waiting_for_postgresql_at_start_up_stops_at_once(start_workers):
     """PostgreSQL down when the workers start (nothing listens on its port): they wait for it,
     which is not a failed start-up, and a stop request ends that wait."""

@@ -27,6 +27,7 @@ def _missing_database_url() -> str:
     return harness.test_database_url().rsplit("/", 1)[0] + "/leasequeue_no_such_database"
 
 
+@pytest.mark.django_independent
 def test_workers_refused_by_postgresql_end_runworkers_with_the_error_shown_once(start_workers):
     started = time.monotonic()
     workers = start_workers("--processes", "2", database_url=_missing_database_url())

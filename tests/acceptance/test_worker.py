@@ -87,8 +87,10 @@ def test_bad_jobs_fail_with_a_clear_reason_and_the_worker_goes_on(start_workers,
     assert jobs[good].status == "succeeded" and jobs[good].result == 4
 
 
-def test_garbage_in_redis_is_logged_and_dropped(start_workers, redis_client):
-    redis_client.rpush("lqtest:wakeups:default", "not-a-uuid", b"\xff\xfe", "")
+def test_garbage_in_redis_is_logged_and_dropped(start_workers, backend, redis_client):
+    redis_client.rpush(
+        f"{backend.config.key_prefix}:wakeups:default", "not-a-uuid", b"\xff\xfe", ""
+    )
     workers = start_workers()
     good = add.enqueue(20, 22).id
     wait_until(lambda: Job.objects.get(pk=good).status == "succeeded", 20, "the good job")

@@ -51,6 +51,7 @@ def renewals_rejected():
     fault.accept()
 
 
+@pytest.mark.django_independent
 def test_refused_renewals_stop_the_job_before_its_lease_ends_and_the_worker_stays_up(
     start_workers, renewals_rejected
 ):

@@ -3,33 +3,23 @@ run, and follows a running job to the worker holding it. Saves docs/screenshots/
 """
 
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
-from django.contrib.auth.models import Permission
 from django.utils import timezone
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 
 from django_leasequeue.models import Job, Worker
-from tests.acceptance.browser import launch_chromium
+from tests.acceptance.browser import SCREENSHOTS, log_in, make_operator
 from tests.acceptance.harness import wait_until
-from tests.helpers import run_in_threads
 from tests.tasks import add, async_sleep
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser, pytest.mark.crash]
 
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
-
 
 def test_operator_sees_the_workers_and_follows_a_job_to_its_worker(
-    live_server, start_workers, django_user_model
+    live_server, start_workers, open_page
 ):
-    user = django_user_model.objects.create_user("operator", password="night-shift", is_staff=True)
-    user.user_permissions.set(
-        Permission.objects.filter(
-            content_type__app_label="leasequeue", codename__in=["view_job", "view_worker"]
-        )
-    )
+    make_operator("view_job", "view_worker")
     now = timezone.now()
     Worker.objects.create(
         id="web-2:8812:w0:5c1d2e",
@@ -52,27 +42,17 @@ def test_operator_sees_the_workers_and_follows_a_job_to_its_worker(
     wait_until(lambda: Worker.objects.filter(jobs_running=1).exists(), 10, "the registry refreshed")
     holder = Job.objects.get(pk=busy).worker_id
 
-    with sync_playwright() as playwright:
-        browser = launch_chromium(playwright)
-        context = browser.new_context(viewport={"width": 1600, "height": 700})
-        context.add_init_script("localStorage.setItem('django.admin.navSidebarIsOpen', 'false')")
-        context.set_default_timeout(15_000)
-        page = context.new_page()
-        page.goto(f"{live_server.url}/admin/login/?next=/admin/leasequeue/worker/")
-        page.fill("#id_username", "operator")
-        page.fill("#id_password", "night-shift")
-        page.click("input[type=submit]")
-        rows = page.locator("#result_list tbody tr")
-        expect(rows).to_have_count(3)
-        expect(page.locator(".lq-worker-alive")).to_have_count(2)
-        expect(page.locator(".lq-worker-dead")).to_have_text("✖ Dead")
-        expect(page.locator("#result_list")).to_contain_text("killed by SIGKILL")
-        page.screenshot(path=SCREENSHOTS / "admin-workers.png", full_page=True)
+    page = open_page(viewport={"width": 1600, "height": 700}, admin_sidebar=False)
+    log_in(page, live_server.url, "/admin/leasequeue/worker/")
+    rows = page.locator("#result_list tbody tr")
+    expect(rows).to_have_count(3)
+    expect(page.locator(".lq-worker-alive")).to_have_count(2)
+    expect(page.locator(".lq-worker-dead")).to_have_text("✖ Dead")
+    expect(page.locator("#result_list")).to_contain_text("killed by SIGKILL")
+    page.screenshot(path=SCREENSHOTS / "admin-workers.png", full_page=True)
 
-        page.goto(f"{live_server.url}/admin/leasequeue/job/{busy}/change/")
-        page.get_by_role("link", name=holder).first.click()
-        expect(page.locator("h2, h1").filter(has_text=holder).first).to_be_visible()
-        expect(page.locator(".field-state_display")).to_contain_text("Alive")
-        expect(page.locator(".field-jobs_running")).to_contain_text("1")
-        browser.close()
-    run_in_threads(1, lambda _i: None)
+    page.goto(f"{live_server.url}/admin/leasequeue/job/{busy}/change/")
+    page.get_by_role("link", name=holder).first.click()
+    expect(page.locator("h2, h1").filter(has_text=holder).first).to_be_visible()
+    expect(page.locator(".field-state_display")).to_contain_text("Alive")
+    expect(page.locator(".field-jobs_running")).to_contain_text("1")

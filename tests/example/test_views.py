@@ -1,7 +1,6 @@
 """The demo site's page: sign-in required, the per-user cap, no duplicate jobs."""
 
 import importlib
-import importlib.util
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -14,11 +13,6 @@ from example_project.matching.models import MatchRequest, Project
 from example_project.matching.submit import unique_key
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("projects")]
-# The page renders {% leasequeue_progress %}, which comes with the live progress feature.
-needs_progress_tag = pytest.mark.skipif(
-    importlib.util.find_spec("django_leasequeue.templatetags") is None,
-    reason="the {% leasequeue_progress %} tag is not in this checkout yet",
-)
 demo_urls = override_settings(
     ROOT_URLCONF="example_project.urls", LOGIN_URL="login", MATCHING_MAX_UNFINISHED_JOBS=5
 )
@@ -124,7 +118,6 @@ def test_the_cap_counts_only_this_users_unfinished_jobs(signed_in, user):
     assert len(match_jobs(other)) == 5
 
 
-@needs_progress_tag
 @demo_urls
 def test_more_than_five_projects_is_a_form_error(signed_in, user):
     response = signed_in.post("/", {"projects": project_ids(6)})
@@ -144,7 +137,6 @@ def test_results_json_lists_only_the_users_jobs(signed_in, user):
     assert [job["status"] for job in jobs] == ["queued", "queued"]
 
 
-@needs_progress_tag
 @demo_urls
 def test_the_page_shows_a_progress_bar_per_job(signed_in, user):
     signed_in.post("/", {"projects": project_ids(2)})

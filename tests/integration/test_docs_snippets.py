@@ -27,7 +27,7 @@ from django.test import override_settings
 from django.utils.module_loading import import_string
 
 from django_leasequeue.conf import BackendConfig
-from django_leasequeue.schedules import registry
+from django_leasequeue.schedules import discovery
 from tests import docs_snippets, settings_docs
 
 DOCS = sorted(path.relative_to(docs_snippets.ROOT) for path in docs_snippets.ROOT.glob("docs/*.md"))
@@ -134,7 +134,7 @@ def run_block(module: types.ModuleType, doc: str, block: docs_snippets.Block) ->
 def docs_module(monkeypatch) -> Iterator[types.ModuleType]:
     """An importable module for a page's snippets (workers find tasks by path), forgotten
     afterwards with the schedules its tasks declared."""
-    monkeypatch.setattr(registry, "_SCHEDULED", dict(registry._SCHEDULED))
+    monkeypatch.setattr(discovery, "_SCHEDULED", dict(discovery._SCHEDULED))
     monkeypatch.setenv("LEASEQUEUE_METRICS_TOKEN", "a-token-from-a-secret")
     module = types.ModuleType("docs_snippets_page")
     monkeypatch.setitem(sys.modules, module.__name__, module)

@@ -15,11 +15,12 @@ from django_leasequeue.models import Job
 from django_leasequeue.tasks_framework import InvalidTask
 from tests.helpers import try_claim, try_claim_batch
 from tests.servers import RedisServer
+from tests.settings import KEY_PREFIX
 from tests.tasks import add, report
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-WAKEUPS = "lqtest:wakeups:default"
+WAKEUPS = f"{KEY_PREFIX}:wakeups:default"
 
 
 def test_rollback_leaves_no_job_and_no_signal(backend, redis_client):
@@ -280,3 +281,10 @@ def test_a_task_workers_could_not_import_is_refused_at_enqueue(backend):
     with pytest.raises(InvalidTask, match="cannot be imported by workers"):
         task(typed_into_a_shell).enqueue(1)
     assert Job.objects.count() == 0
+
+
+def test_string_keys_that_look_like_numbers_are_kept_and_real_number_keys_are_refused(backend):
+    value = {"1": "a", "true": [{"null": None, "-2.5": 1}]}
+    assert Job.objects.get(pk=add.enqueue(value, 1).id).args[0] == value
+    with pytest.raises(InvalidTaskArguments, match="dictionary key 2 that is not a string"):
+        add.enqueue({"1": "a", 2: "b"}, 1)

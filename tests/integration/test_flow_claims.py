@@ -4,17 +4,20 @@ alone."""
 
 import asyncio
 import json
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from django.db import connection
+from django.db import connection, connections, transaction
 
 from django_leasequeue import protocol
 from django_leasequeue.models import Job
 from django_leasequeue.runtime.database import Database
 from django_leasequeue.runtime.flow_claims import FlowClaimer
 from tests import flow_tasks
-from tests.helpers import try_claim, try_claim_batch
+from tests.acceptance.harness import wait_until
+from tests.helpers import claim_limited, try_claim, try_claim_batch
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -66,6 +69,52 @@ def test_claimers_starting_at_different_partitions_share_one_queue_cap(backend):
             claimer._after = f"task:tests.flow_tasks.llm_call:user:{i - 1}" if i else ""
         asyncio.run(_race(claimers, free=1))
         assert _running(queue_name="llm") == 2
+
+
+def test_a_slot_freed_while_another_claimer_holds_its_lock_is_taken_when_that_one_commits(backend):
+    """The race above, made certain: the llm queue's lock is held by another claimer (which
+    may have counted its running jobs before one ended) when a claimer with room comes. That
+    claimer waits for the holder to commit and takes the free slot, instead of skipping it and
+    leaving it idle until the next poll."""
+    ids = [flow_tasks.llm_call.enqueue(user_id, 0, 0).id for user_id in range(4)]
+    first, second = claim_limited(free=10)  # the queue's two slots
+    assert protocol.execute(protocol.complete(first.lease, None))  # one ends: a slot is free
+    [queue_key] = [limit["key"] for limit in Job.objects.get(pk=ids[3]).limits if "queue" in limit]
+    holding, release = threading.Event(), threading.Event()
+
+    def hold_the_queue_lock() -> None:
+        try:
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT pg_advisory_xact_lock(1279677507, hashtext(%s))", [queue_key]
+                )
+                holding.set()
+                release.wait(30)
+        finally:
+            connections.close_all()
+
+    with ThreadPoolExecutor(2) as pool:
+        holder = pool.submit(hold_the_queue_lock)
+        assert holding.wait(10)
+        claim = pool.submit(asyncio.run, _race([_claimer("late")], free=1))
+        try:
+            wait_until(lambda: claim.done() or _waiting_for_a_lock(), 10, "the claim to wait")
+        finally:
+            release.set()
+        [claimed] = claim.result(10)
+        holder.result(10)
+    [job] = claimed
+    assert str(job.id) in set(ids) - {str(first.id), str(second.id)}
+    assert _running(queue_name="llm") == 2
+
+
+def _waiting_for_a_lock() -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+            " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+        )
+        return cursor.fetchone()[0] > 0
 
 
 def test_a_slot_comes_back_when_its_holders_lease_expires(backend):

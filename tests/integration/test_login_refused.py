@@ -5,8 +5,8 @@ import psycopg
 import pytest
 from django.db import connection
 
+from devtools.services import free_port
 from django_leasequeue.runtime.database import login_refused
-from tests.servers import free_port
 
 
 def _connect_error(**overrides: object) -> psycopg.OperationalError:

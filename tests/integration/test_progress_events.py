@@ -11,9 +11,9 @@ import pytest
 from channels.layers import get_channel_layer
 from django.test import override_settings
 
+from devtools.services import free_port
 from django_leasequeue.ids import uuid7
 from django_leasequeue.progress import events
-from tests.servers import free_port
 
 EVENT = {"kind": "progress", "current": 1.0, "total": 4.0, "message": "a quarter"}
 

@@ -14,10 +14,10 @@ from django.db.models import F
 from django_leasequeue import protocol
 from django_leasequeue.ids import uuid7_strs
 from django_leasequeue.models import Job, Schedule
+from django_leasequeue.protocol import database_now
 from django_leasequeue.schedules.declaration import declaration_of
 from django_leasequeue.schedules.firing import job_fields, run_now
 from django_leasequeue.schedules.statements import (
-    database_now,
     due_schedules,
     fire_schedule,
     sync_schedules,

@@ -10,7 +10,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def test_enqueue_claim_complete(backend, redis_client):
     result = add.enqueue(1, 2)
     assert Job.objects.get(pk=result.id).status == "queued"
-    assert redis_client.lrange("lqtest:wakeups:default", 0, -1) == [result.id.encode()]
+    assert redis_client.lrange(f"{backend.config.key_prefix}:wakeups:default", 0, -1) == [
+        result.id.encode()
+    ]
     [claimed] = protocol.execute(
         protocol.claim_by_ids([result.id], worker_id="w1", lease_seconds=30)
     )

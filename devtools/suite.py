@@ -1,0 +1,162 @@
+"""``dev.py test``: lint and docs, then the migration check and the test suite on each Django
+series, side by side; each phase timed (see the README for the 10-minute budget and how the
+suite keeps to it)."""
+
+import os
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import NamedTuple
+from urllib.parse import urlsplit
+
+from devtools import browser, children, pgbouncer, services, venv
+from devtools.phases import Phases
+
+# The Django series the suite runs on: None is the newest release (``.venv``), then the LTS.
+DJANGO_SERIES = {"newest": None, "5.2": "5.2"}
+# The marker of the tests whose outcome does not depend on Django's version (the slow fault
+# tests; see the README): they run with the first series of the run only.
+ONE_SERIES = "django_independent"
+# Test files run in parallel (pytest-xdist), and the series side by side: the slow tests mostly
+# wait on workers, PostgreSQL and clocks, so more processes than cores pay off; far more would
+# make crash tests that time their recovery flaky on a 2-core machine. Each process has its own
+# test databases and Redis key prefix (tests/settings.py).
+PROCESSES = {"first": 3, "others": 2}
+
+
+def run(pytest_args: list[str], series: list[str]) -> int:
+    """Lint and docs, then the migration check and the suite on each Django series at once;
+    fails when any of them fails. Prints each phase's time at the end."""
+    children.pass_on_interrupts()
+    phases = Phases()
+    try:
+        code = _run_phases(phases, pytest_args, series)
+    finally:
+        print(phases.report(), flush=True)
+    signum = children.interrupted_by()
+    return 128 + signum if signum else code
+
+
+def _static_checks(python) -> list[tuple[str, list[list]]]:
+    """The phases before the suite, in order; the first that fails ends the run."""
+    return [
+        (
+            "lint",
+            [
+                [python, "-m", "ruff", "check", "."],
+                [python, "-m", "ruff", "format", "--check", "."],
+            ],
+        ),
+        # The package's types, against Django 6's stubs (configured in pyproject.toml).
+        ("type check", [[python, "-m", "mypy"]]),
+        # The documentation site, warnings (e.g. a broken link) as errors. Not --quiet: it
+        # silences the warning count that --strict relies on, so nothing would fail.
+        ("docs", [[python, "-m", "mkdocs", "build", "--strict"]]),
+    ]
+
+
+def _run_phases(phases: Phases, pytest_args: list[str], series: list[str]) -> int:
+    with ThreadPoolExecutor() as pool:
+        # The older series' environments are made meanwhile (pip mostly waits on the network).
+        pythons = {
+            name: pool.submit(_environment, phases, name) for name in series if DJANGO_SERIES[name]
+        }
+        with phases.phase("environment: .venv, Chromium, PgBouncer"):
+            python = venv.ensure("test")
+            chromium = browser.ensure_chromium(python)
+            # The PgBouncer tests skip (saying why) when there is no way to get one.
+            found = pgbouncer.ensure_pgbouncer()
+            bouncer = {pgbouncer.ENV_VAR: found} if found else {}
+        if "newest" in series:
+            pythons["newest"] = pool.submit(lambda: python)
+        quiet = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}  # a banner, not a build problem
+        for name, commands in _static_checks(python):
+            with phases.phase(name) as phase:
+                phase.ok = all(
+                    children.run(command, cwd=venv.ROOT, env=quiet) == 0 for command in commands
+                )
+            if not phase.ok:
+                return 1
+        with services.services() as env:
+            env = {**os.environ, **env, browser.ENV_VAR: chromium, **bouncer}
+            runs = {
+                name: pool.submit(
+                    _suite, phases, name, pythons[name].result, env, pytest_args, first=index == 0
+                )
+                for index, name in enumerate(series)
+            }
+            outcomes = {name: run.result() for name, run in runs.items()}
+    for outcome in outcomes.values():
+        if outcome.output:
+            print(f"=== tests, {outcome.label}: its output ===\n{outcome.output}", flush=True)
+    failed = [name for name, outcome in outcomes.items() if not outcome.ok]
+    if failed:
+        print(f"The suite failed on Django {', '.join(failed)}.", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _environment(phases: Phases, name: str) -> Path:
+    with phases.phase(f"environment: Django {name}"):
+        return venv.ensure("test", DJANGO_SERIES[name])
+
+
+class _Outcome(NamedTuple):
+    ok: bool
+    label: str = ""
+    output: str = ""  # of a series that ran beside the first one (shown once all have ended)
+
+
+def _suite(phases, name, python, env, pytest_args, *, first: bool) -> _Outcome:
+    """The migration check and the suite on one series (``python()``: its interpreter, once its
+    environment is made). The first series writes to the terminal; the others, running beside
+    it, to a log."""
+    python = python()
+    label = f"Django {name} ({_django_version(python)})"
+    with phases.phase(f"migration check, {label}") as phase:
+        phase.ok = _migrations_match(python, env)
+    if not phase.ok or children.interrupted_by():
+        return _Outcome(False)
+    command = [python, "-m", "pytest", "--dist", "worksteal"]
+    if first:
+        command += ["-n", str(PROCESSES["first"]), *pytest_args]
+        with phases.phase(f"tests, {label}") as phase:
+            phase.ok = children.run(command, cwd=venv.ROOT, env=env) == 0
+        return _Outcome(phase.ok)
+    command += ["-n", str(PROCESSES["others"]), "-m", f"not {ONE_SERIES}", *pytest_args]
+    with (
+        phases.phase(f"tests, {label} (beside the first)") as phase,
+        tempfile.TemporaryFile("w+") as log,
+    ):
+        run = children.run(command, cwd=venv.ROOT, env=_apart(env, name), stdout=log, stderr=log)
+        phase.ok = run == 0
+        log.seek(0)
+        return _Outcome(phase.ok, label, log.read())
+
+
+def _apart(env: dict[str, str], name: str) -> dict[str, str]:
+    """The environment of a series that runs beside another: test databases of its own (named
+    after DATABASE_URL's) and Redis keys of its own."""
+    suffix = "_django" + name.replace(".", "")
+    url = urlsplit(env["DATABASE_URL"])
+    database = (url.path.lstrip("/") or "test") + suffix
+    return {
+        **env,
+        "DATABASE_URL": url._replace(path=f"/{database}").geturl(),
+        "LEASEQUEUE_TEST_KEY_PREFIX": f"lqtest{suffix}",
+    }
+
+
+def _django_version(python) -> str:
+    script = "import django; print(django.get_version())"
+    return subprocess.run([python, "-c", script], capture_output=True, text=True).stdout.strip()
+
+
+def _migrations_match(python, env: dict[str, str]) -> bool:
+    check = [python, "-m", "django", "makemigrations", "--check", "--dry-run"]
+    check += ["--settings", "tests.settings", "--pythonpath", "."]
+    if children.run(check, cwd=venv.ROOT, env=env):
+        print("Models and migrations disagree: run makemigrations.", file=sys.stderr)
+        return False
+    return True

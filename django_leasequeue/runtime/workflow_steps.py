@@ -1,0 +1,59 @@
+"""What the worker does for workflow steps besides running them: a step reads its upstream
+steps' results before it runs (passed first in its arguments for a chain or a chord, and as
+``context.upstream_results``), and workers are woken for the steps a finished one released."""
+
+import asyncio
+import dataclasses
+import json
+import logging
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import psycopg
+
+from django_leasequeue import protocol
+from django_leasequeue.protocol import ClaimedJob
+from django_leasequeue.runtime.batching import Batcher
+from django_leasequeue.runtime.database import Database
+from django_leasequeue.wakeups import Wakeups
+from django_leasequeue.workflows.choices import Upstream
+
+logger = logging.getLogger(__name__)
+
+
+async def with_upstream(db: Database, job: ClaimedJob) -> tuple[ClaimedJob, dict[str, Any]]:
+    """The job with its upstream results put first in its arguments when its step asks for
+    them (a chain: the one parent's return value; a chord: the list of them, in order), and
+    ``{upstream step name: return value}`` of its direct parents."""
+    rows = await db.run(protocol.upstream_results(job.id))
+    values = [None if row["result"] is None else json.loads(row["result"]) for row in rows]
+    upstream = {row["step_name"]: value for row, value in zip(rows, values, strict=True)}
+    if job.upstream == Upstream.CHAIN:
+        job = dataclasses.replace(job, args=[values[0] if values else None, *job.args])
+    elif job.upstream == Upstream.CHORD:
+        job = dataclasses.replace(job, args=[values, *job.args])
+    return job, upstream
+
+
+class ReleasedStepsWaker(Batcher[uuid.UUID]):
+    """Once finished steps have committed, wakes workers for the steps they released: one
+    query and one Redis push per batch of finished steps, however many there are."""
+
+    def __init__(self, db: Database, wakeups: Wakeups, redis_calls: ThreadPoolExecutor) -> None:
+        super().__init__()
+        self._db = db
+        self._wakeups = wakeups
+        self._redis_calls = redis_calls
+
+    async def process(self, batch: list[uuid.UUID]) -> None:
+        try:
+            rows = await self._db.run(protocol.released_steps(batch))
+        except psycopg.Error as exc:  # the sweep signals them again after a while
+            logger.warning("Could not look up the steps %d step(s) released: %s", len(batch), exc)
+            return
+        if rows:
+            pairs = [(row["queue_name"], str(row["id"])) for row in rows]
+            await asyncio.get_running_loop().run_in_executor(
+                self._redis_calls, self._wakeups.push, pairs
+            )

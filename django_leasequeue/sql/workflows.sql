@@ -1,0 +1,57 @@
+-- Workflows: a workflow's rows written at enqueue (COPY), what a step reads of its upstream
+-- steps, the steps a finished one released, and an operator's cancel. Releasing a step is not
+-- here: the trigger leasequeue_step_status_changed (migration 0009) does it in the transaction
+-- that records its last parent's outcome, whoever writes that.
+
+-- name: insert_workflow
+-- One workflow row; its steps are copied next, in the same transaction.
+INSERT INTO leasequeue_workflow (id, name, backend, steps_total, steps_unfinished)
+VALUES (%(id)s::uuid, %(workflow_name)s::text, %(backend)s::text, %(steps)s::integer,
+        %(steps)s::integer)
+RETURNING created_at;
+
+-- name: copy_steps
+-- Bulk insert of a workflow's steps (COPY; columns in the order workflows.enqueue writes them).
+COPY leasequeue_job (id, task_path, queue_name, priority, backend, args, kwargs, run_after,
+                     enqueued_at, max_attempts, timeout_seconds, backoff_seconds, limits,
+                     flow_key, concurrency_key, pending_key, status, workflow_id, step_name,
+                     run_if, upstream, has_dependents) FROM STDIN;
+
+-- name: copy_dependencies
+-- Bulk insert of a workflow's dependency rows (COPY: parent, child, the parent's position).
+COPY leasequeue_dependency (parent_id, child_id, position) FROM STDIN;
+
+-- name: upstream_results
+-- A step's direct upstream steps in order, with their results (JSON text) and statuses.
+SELECT parent.step_name, parent.result::text AS result, parent.status
+FROM leasequeue_dependency AS dependency
+JOIN leasequeue_job AS parent ON parent.id = dependency.parent_id
+WHERE dependency.child_id = %(id)s::uuid
+ORDER BY dependency.position;
+
+-- name: released_steps
+-- Due steps downstream of these finished ones: what to wake workers for once they commit.
+SELECT DISTINCT child.id, child.queue_name
+FROM leasequeue_dependency AS dependency
+JOIN leasequeue_job AS child ON child.id = dependency.child_id
+WHERE dependency.parent_id = ANY(%(ids)s::uuid[]) AND child.status = 'queued'
+  AND child.run_after <= now();
+
+-- name: request_workflow_cancel
+-- Operator: mark a running workflow cancelled (it ends so once its running steps stop); returns it.
+UPDATE leasequeue_workflow SET cancel_requested = true
+WHERE id = %(id)s::uuid AND status = 'running'
+RETURNING id;
+
+-- name: cancel_workflow_steps
+-- Operator: a workflow's steps not started cancelled, its running ones asked to stop; returns what changed.
+WITH cancelled AS (
+    UPDATE leasequeue_job SET status = 'cancelled', finished_at = now(), lease_expires_at = NULL
+    WHERE workflow_id = %(id)s::uuid AND status IN ('waiting', 'queued', 'retrying')
+    RETURNING id, status
+), asked AS (
+    UPDATE leasequeue_job SET cancel_requested = true
+    WHERE workflow_id = %(id)s::uuid AND status = 'running' AND NOT cancel_requested
+    RETURNING id, status
+)
+SELECT id, status FROM cancelled UNION ALL SELECT id, status FROM asked;

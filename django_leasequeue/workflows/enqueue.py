@@ -1,0 +1,168 @@
+"""Writing a workflow: its row, its steps (jobs) and their dependency rows, in one transaction,
+the caller's when there is one. Every step is checked first, as ``enqueue`` checks a job;
+nothing is written when one is refused. Steps with upstream steps wait; the others are due, and
+workers are woken for them once the transaction commits."""
+
+from datetime import datetime
+from functools import partial
+from typing import TYPE_CHECKING
+
+from django.db import transaction
+
+from django_leasequeue import protocol
+from django_leasequeue.backend import LeaseQueueBackend
+from django_leasequeue.exceptions import InvalidWorkflow
+from django_leasequeue.flow import backpressure
+from django_leasequeue.ids import uuid7_strs
+from django_leasequeue.protocol import NewJob
+from django_leasequeue.results import build_result
+from django_leasequeue.status import JobStatus
+from django_leasequeue.tasks_framework import TaskResultStatus
+from django_leasequeue.workflows.handle import WorkflowHandle
+
+if TYPE_CHECKING:
+    from django_leasequeue.workflows.builder import StepDefinition, Workflow
+
+
+def enqueue_workflow(workflow: "Workflow") -> WorkflowHandle:
+    if not workflow.steps:
+        raise InvalidWorkflow("This workflow has no steps: add some before enqueueing it.")
+    definitions = [*workflow.steps, *workflow.callbacks]
+    backend = _backend(definitions)
+    parents = _parents(workflow)
+    has_dependents = {parent for step_parents in parents for parent in step_parents}
+    resolved: dict = {}
+    new_jobs = [
+        backend.new_job(
+            job_id,
+            definition.task,
+            definition.args,
+            definition.kwargs,
+            resolved,
+            upstream_arguments=1 if definition.upstream else 0,
+        )
+        for job_id, definition in zip(uuid7_strs(len(definitions)), definitions, strict=True)
+    ]
+    for definition, job in zip(definitions, new_jobs, strict=True):
+        if job.unique_key is not None:
+            raise InvalidWorkflow(
+                f"Step {definition.name!r}: unique_key is not supported for workflow steps (a "
+                "step is unique within its workflow)."
+            )
+    workflow_id = uuid7_strs(1)[0]
+    using = backend.config.database
+    with transaction.atomic(using=using):
+        if backpressure.capped(new_jobs, backend.config.queue_limits):
+            backend.refuse_past_caps(new_jobs, resolved)
+        created_at = protocol.execute(
+            protocol.insert_workflow(workflow_id, workflow.name, backend.alias, len(new_jobs)),
+            using,
+        )["created_at"]
+        now = protocol.execute(protocol.database_now(), using)
+        protocol.copy_rows(
+            "copy_steps",
+            (
+                _step_row(
+                    job, definition, workflow_id, now, parents[index], index in has_dependents
+                )
+                for index, (definition, job) in enumerate(zip(definitions, new_jobs, strict=True))
+            ),
+            using,
+        )
+        protocol.copy_rows(
+            "copy_dependencies",
+            (
+                (new_jobs[parent].id, new_jobs[child].id, position)
+                for child, step_parents in enumerate(parents)
+                for position, parent in enumerate(step_parents)
+            ),
+            using,
+        )
+        results = [
+            build_result(
+                job.task,
+                job_id=job.id,
+                status=TaskResultStatus.READY,
+                args=job.args,
+                kwargs=job.kwargs,
+                backend=backend.alias,
+                enqueued_at=now,
+            )
+            for job in new_jobs
+        ]
+        due = [
+            (job.task.queue_name, job.id)
+            for job, step_parents in zip(new_jobs, parents, strict=True)
+            if not step_parents and (job.task.run_after is None or job.task.run_after <= now)
+        ]
+        transaction.on_commit(partial(backend.committed, results, due), using=using)
+    return WorkflowHandle(
+        workflow_id,
+        backend_alias=backend.alias,
+        name=workflow.name,
+        status_value="running",
+        created_at=created_at,
+        step_ids={
+            definition.name: job.id for definition, job in zip(definitions, new_jobs, strict=True)
+        },
+    )
+
+
+def _backend(definitions: "list[StepDefinition]") -> LeaseQueueBackend:
+    aliases = {definition.task.backend for definition in definitions}
+    if len(aliases) > 1:
+        raise InvalidWorkflow(
+            f"A workflow's steps run on one backend; these use {', '.join(sorted(aliases))}."
+        )
+    backend = definitions[0].task.get_backend()
+    if not isinstance(backend, LeaseQueueBackend):
+        raise InvalidWorkflow(
+            f"Workflows run on django_leasequeue's backend; {aliases.pop()!r} is "
+            f"{type(backend).__name__}."
+        )
+    return backend
+
+
+def _parents(workflow: "Workflow") -> list[tuple[int, ...]]:
+    """Each step's upstream steps, in order; a callback comes after every step."""
+    every_step = tuple(range(len(workflow.steps)))
+    return [
+        *(definition.parents for definition in workflow.steps),
+        *(every_step for _ in workflow.callbacks),
+    ]
+
+
+def _step_row(
+    job: NewJob,
+    definition: "StepDefinition",
+    workflow_id: str,
+    now: datetime,
+    parents: tuple[int, ...],
+    has_dependents: bool,
+) -> tuple:
+    task = job.task
+    limits = protocol.limit_columns(job.limits)
+    return (
+        job.id,
+        job.task_path,
+        task.queue_name,
+        task.priority,
+        task.backend,
+        job.args_json,
+        job.kwargs_json,
+        task.run_after or now,
+        now,
+        job.max_attempts,
+        job.timeout_seconds,
+        job.backoff_seconds,
+        limits["limits"],
+        limits["flow_key"],
+        limits["concurrency_key"],
+        limits["pending_key"],
+        JobStatus.WAITING if parents else JobStatus.QUEUED,
+        workflow_id,
+        definition.name,
+        definition.run_if.value,
+        definition.upstream.value if definition.upstream else None,
+        has_dependents,
+    )

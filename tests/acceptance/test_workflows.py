@@ -1,0 +1,89 @@
+"""Workflows through real runworkers processes: results flow down chains and into chords, a
+failure cancels what needed it and runs what did not, callbacks run once, cancel and retry."""
+
+import pytest
+
+from django_leasequeue import Workflow, WorkflowHandle, WorkflowStatus, chain, chord, group, step
+from django_leasequeue.models import Job
+from django_leasequeue.operations import retry_failed_steps
+from tests.acceptance.harness import wait_until
+from tests.workflow_tasks import add_one, collect, explode, fetch, length, noop, report
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.crash]
+
+
+def _finished(handle: WorkflowHandle, timeout: float = 30) -> WorkflowHandle:
+    def done() -> bool:
+        handle.refresh()
+        return handle.finished
+
+    wait_until(done, timeout, f"workflow {handle.name or handle.id} to finish")
+    return handle
+
+
+def test_a_chain_passes_each_return_value_on_and_a_chord_gets_them_all_in_order(start_workers):
+    start_workers("--concurrency", "4")
+    chained = chain(step(fetch, "a"), step(length), step(add_one)).enqueue()
+    chorded = chord(group(step(fetch, "x", 0.3), step(fetch, "yy")), step(collect)).enqueue()
+    assert _finished(chained).status == WorkflowStatus.SUCCEEDED
+    assert chained.steps["add_one"].return_value == len("page of a") + 1
+    # The callback got the group's results in the group's order, not in finishing order.
+    assert _finished(chorded).status == WorkflowStatus.SUCCEEDED
+    assert chorded.steps["collect"].return_value == ["page of x", "page of yy"]
+    assert Job.objects.get(pk=chorded.step_ids["collect"]).args == []  # passed, not stored
+
+
+def test_a_failed_step_cancels_what_needed_it_and_the_callbacks_say_how_it_ended(start_workers):
+    start_workers("--concurrency", "4")
+    wf = Workflow("fails")
+    bad = wf.add(explode, args=["no page"])
+    needs_it = wf.add(noop, after=[bad], name="parse")
+    wf.add(noop, after=[needs_it], name="store")
+    wf.add(report, after=[bad], run_if="finished", name="cleanup")
+    wf.on_success(noop)
+    wf.on_failure(report)
+    handle = _finished(wf.enqueue())
+    assert handle.status == WorkflowStatus.FAILED
+    steps = {name: Job.objects.get(pk=job_id) for name, job_id in handle.step_ids.items()}
+    assert steps["explode"].status == "failed"
+    assert steps["parse"].status == "cancelled"
+    assert steps["parse"].errors[-1]["message"] == "upstream step explode failed"
+    assert steps["parse"].attempt == 0  # never ran
+    assert steps["store"].errors[-1]["message"] == "upstream step parse was cancelled"
+    assert steps["cleanup"].status == "succeeded"
+    assert steps["cleanup"].result == {"upstream": {"explode": None}}
+    assert steps["noop"].status == "cancelled"  # on_success
+    assert steps["report"].status == "succeeded"  # on_failure
+    assert set(steps["report"].result["upstream"]) == {"explode", "parse", "store", "cleanup"}
+
+
+def test_retrying_the_failed_step_brings_back_the_steps_it_cancelled(start_workers):
+    start_workers("--concurrency", "2")
+    wf = Workflow()
+    first = wf.add(fetch, args=["a"])
+    wf.add(noop, after=[first])
+    handle = wf.enqueue()
+    # Make the first step fail for good, as if its task had: then retry it from the admin.
+    wait_until(
+        lambda: Job.objects.filter(workflow_id=handle.id, status="succeeded").count() == 2,
+        20,
+        "the workflow to run",
+    )
+    Job.objects.filter(pk=handle.step_ids["fetch"]).update(status="failed")
+    handle.refresh()
+    assert handle.status == WorkflowStatus.FAILED
+    assert handle.steps["noop"].status.name == "SUCCESSFUL"
+    report = retry_failed_steps(handle.id, "default")
+    assert report.changed_count == 1
+    assert _finished(handle).status == WorkflowStatus.SUCCEEDED
+
+
+def test_cancelling_a_workflow_cancels_its_waiting_steps_and_it_ends_cancelled(start_workers):
+    start_workers("--concurrency", "2")
+    handle = chain(step(fetch, "slow", 1.5), step(length), step(add_one)).enqueue()
+    wait_until(
+        lambda: Job.objects.get(pk=handle.step_ids["fetch"]).status == "running", 20, "a start"
+    )
+    assert handle.cancel() == {"cancelled": 2, "cancel_requested": 1}
+    assert _finished(handle).status == WorkflowStatus.CANCELLED
+    assert {result.status.name for result in handle.steps.values()} == {"FAILED"}

@@ -1,0 +1,187 @@
+"""Workflows built and enqueued: one transaction, waiting steps, dependency rows, clear errors
+(no worker involved)."""
+
+import pytest
+from django.db import transaction
+
+from django_leasequeue import (
+    InvalidWorkflow,
+    Workflow,
+    WorkflowStatus,
+    chain,
+    chord,
+    group,
+    step,
+)
+from django_leasequeue.models import Job, StepDependency, WorkflowRun
+from tests.workflow_tasks import add_one, explode, fetch, length, noop, report, total
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _steps(handle) -> dict[str, Job]:
+    return {job.step_name: job for job in Job.objects.filter(workflow_id=handle.id)}
+
+
+def test_a_workflow_is_written_whole_with_its_roots_queued_and_the_rest_waiting():
+    wf = Workflow("import-42")
+    first = wf.add(fetch, args=["https://a"])
+    second = wf.add(length, args=["abc"], after=[first])
+    wf.add(noop, after=[second], run_if="finished", name="cleanup")
+    wf.on_success(report)
+    handle = wf.enqueue()
+    assert handle.status == WorkflowStatus.RUNNING
+    steps = _steps(handle)
+    assert {name: job.status for name, job in steps.items()} == {
+        "fetch": "queued",
+        "length": "waiting",
+        "cleanup": "waiting",
+        "report": "waiting",
+    }
+    assert steps["length"].upstream is None
+    assert steps["cleanup"].run_if == "finished"
+    assert steps["report"].run_if == "on_success"
+    assert (steps["fetch"].has_dependents, steps["cleanup"].has_dependents) == (True, True)
+    # The callback waits for every other step.
+    parents = StepDependency.objects.filter(child_id=steps["report"].id).order_by("position")
+    assert [edge.parent_id for edge in parents] == [
+        steps["fetch"].id,
+        steps["length"].id,
+        steps["cleanup"].id,
+    ]
+    row = WorkflowRun.objects.get(pk=handle.id)
+    assert (row.name, row.steps_total, row.steps_unfinished) == ("import-42", 4, 4)
+
+
+def test_a_rolled_back_transaction_leaves_no_workflow():
+    with pytest.raises(RuntimeError), transaction.atomic():
+        chain(step(fetch, "https://a"), step(length)).enqueue()
+        raise RuntimeError("roll back")
+    assert not WorkflowRun.objects.exists() and not Job.objects.exists()
+    assert not StepDependency.objects.exists()
+
+
+def test_canvas_steps_receive_upstream_results_as_celery_does():
+    chained = _steps(chain(step(fetch, "u"), step(length), step(add_one)).enqueue())
+    assert (chained["length"].upstream, chained["add_one"].upstream) == ("chain", "chain")
+    assert chained["length"].args == []
+    chorded = _steps(chord(group(step(fetch, "a"), step(fetch, "b")), step(total)).enqueue())
+    assert set(chorded) == {"fetch", "fetch_2", "total"}
+    assert chorded["total"].upstream == "chord"
+    assert StepDependency.objects.filter(child_id=chorded["total"].id).count() == 2
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: Workflow().enqueue(), "no steps"),
+        (lambda: Workflow().add(fetch, after=[Workflow().add(noop)]), "another workflow"),
+        (lambda: Workflow().add(fetch, run_if="sometimes"), "run_if must be one of"),
+        (lambda: _two_named("x"), "Two steps are named 'x'"),
+        (lambda: Workflow().add(print), "runs a Task"),
+        (lambda: chain(), "at least one step"),
+        (lambda: chain(step(fetch, "a"), step(explode, "too", "many")).enqueue(), "signature"),
+        (lambda: chain(step(fetch, "\ud800")).enqueue(), "lone surrogate"),
+    ],
+)
+def test_what_cannot_be_a_workflow_is_refused_and_nothing_is_written(build, message):
+    with pytest.raises((InvalidWorkflow, TypeError), match=message):
+        build()
+    assert not WorkflowRun.objects.exists() and not Job.objects.exists()
+
+
+def _two_named(name):
+    wf = Workflow()
+    wf.add(noop, name=name)
+    wf.add(noop, name=name)
+
+
+def _set_status(job: Job, status: str) -> None:
+    """What a worker's fenced write does to the row's status (the trigger sees the same)."""
+    Job.objects.filter(pk=job.pk).update(status=status)
+
+
+def test_statuses_drive_the_release_the_cascade_the_revival_and_the_workflow_status():
+    from django_leasequeue import operations
+
+    wf = Workflow()
+    root = wf.add(fetch, args=["a"])
+    middle = wf.add(noop, after=[root])
+    wf.add(noop, after=[middle], name="last")
+    wf.add(noop, after=[root], run_if="finished", name="cleanup")
+    handle = wf.enqueue()
+    steps = _steps(handle)
+
+    _set_status(steps["fetch"], "failed")
+    now = _steps(handle)
+    assert (now["noop"].status, now["last"].status) == ("cancelled", "cancelled")
+    assert now["noop"].errors[-1]["message"] == "upstream step fetch failed"
+    assert now["noop"].errors[-1]["exception_class_path"].endswith("UpstreamFailed")
+    assert now["last"].errors[-1]["message"] == "upstream step noop was cancelled"
+    assert now["cleanup"].status == "queued"  # runs whatever fetch did
+    _set_status(now["cleanup"], "succeeded")
+    run = WorkflowRun.objects.get(pk=handle.id)
+    assert (run.status, run.steps_unfinished, run.steps_failed) == ("failed", 0, 3)
+    assert run.finished_at is not None
+
+    operations.retry([steps["fetch"].id], "default")  # the admin's retry
+    now = _steps(handle)
+    assert (now["fetch"].status, now["noop"].status, now["last"].status) == (
+        "queued",
+        "waiting",
+        "waiting",
+    )
+    assert WorkflowRun.objects.get(pk=handle.id).status == "running"
+    _set_status(now["fetch"], "succeeded")
+    assert _steps(handle)["noop"].status == "queued"
+    _set_status(now["noop"], "succeeded")
+    _set_status(now["last"], "succeeded")
+    run = WorkflowRun.objects.get(pk=handle.id)
+    assert (run.status, run.steps_unfinished, run.steps_failed) == ("succeeded", 0, 0)
+
+
+def test_an_unfinished_step_cannot_be_deleted_and_a_cancelled_workflow_ends_cancelled():
+    from django_leasequeue import operations
+
+    handle = chain(step(fetch, "a"), step(length)).enqueue()
+    steps = _steps(handle)
+    report = operations.delete([steps["fetch"].id, steps["length"].id], "default")
+    assert report.changed_count == 0
+    assert report.skipped == {
+        "a workflow step not started: cancel it first": 1,
+        "a waiting workflow step: cancel it first": 1,
+    }
+    assert handle.cancel() == {"cancelled": 2, "cancel_requested": 0}
+    handle.refresh()
+    assert handle.status == WorkflowStatus.CANCELLED
+    assert operations.delete([steps["length"].id], "default").changed_count == 1
+
+
+def test_prunejobs_keeps_the_finished_steps_of_a_running_workflow():
+    from datetime import timedelta
+    from io import StringIO
+
+    from django.core.management import call_command
+    from django.utils import timezone
+
+    handle = chain(step(fetch, "a"), step(length)).enqueue()
+    steps = _steps(handle)
+    _set_status(steps["fetch"], "succeeded")
+    month_ago = timezone.now() - timedelta(days=30)
+    Job.objects.filter(pk=steps["fetch"].pk).update(finished_at=month_ago)
+    plain = noop.enqueue()
+    Job.objects.filter(pk=plain.id).update(status="succeeded", finished_at=month_ago)
+    call_command("prunejobs", "--days", "7", stdout=StringIO())
+    assert set(Job.objects.values_list("step_name", flat=True)) == {"fetch", "length"}
+
+
+def test_a_released_step_keeps_a_later_run_after_of_its_own():
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    later = timezone.now() + timedelta(hours=1)
+    handle = chain(step(fetch, "a"), step(length.using(run_after=later))).enqueue()
+    _set_status(_steps(handle)["fetch"], "succeeded")
+    released = _steps(handle)["length"]
+    assert (released.status, released.run_after) == ("queued", later)

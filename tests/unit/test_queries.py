@@ -1,0 +1,31 @@
+"""The query file (``sql/queries.sql``): every statement named and described, no name twice."""
+
+import pytest
+
+from django_leasequeue.sql import QUERIES, load_queries
+
+
+def test_every_query_has_a_name_and_a_description():
+    assert {
+        "enqueue",
+        "claim_by_ids",
+        "claim_batch",
+        "heartbeat",
+        "complete",
+        "fail",
+        "hand_back",
+        "cancel",
+        "recover_expired",
+        "progress",
+        "checkpoint",
+        "lock_lease",
+    } <= set(QUERIES)
+    for query in QUERIES.values():
+        assert query.description and not query.description.startswith("name:")
+        assert query.sql and "-- name:" not in query.sql
+
+
+def test_a_query_defined_twice_is_refused():
+    text = "-- name: a\n-- first\nSELECT 1;\n-- name: a\n-- again\nSELECT 2;\n"
+    with pytest.raises(ValueError, match="defined twice"):
+        load_queries(text)
