@@ -123,13 +123,13 @@ def _env() -> dict[str, str]:
 def test_status_is_healthy_with_live_workers_and_exits_1_without(start_workers):
     done = status()
     assert done.returncode == 1 and "no worker is alive" in done.stderr
-    assert "Workers alive:  0" in done.stdout
+    assert "Workers alive:      0" in done.stdout
 
     workers = start_workers("--processes", "2")
     wait_until(lambda: len(alive_rows()) == 2, 20, "two registered workers")
     ids = [add.enqueue(i, 1).id for i in range(10)]
     wait_until(lambda: all_done(ids), 30, "10 jobs")
-    wait_until(lambda: "Workers alive:  2" in status().stdout, 10, "status sees both workers")
+    wait_until(lambda: "Workers alive:      2" in status().stdout, 10, "status sees both workers")
     done = status("--json")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
@@ -195,7 +195,7 @@ def test_status_watch_refreshes_in_place_in_a_terminal(start_workers):
     os.close(leader)
     frames = [frame for frame in screen.split(b"\x1b[H\x1b[2J") if frame.strip()]
     assert len(frames) >= 2
-    assert all(b"Workers alive:  1" in frame and b"OK" in frame for frame in frames[:2])
+    assert all(b"Workers alive:      1" in frame and b"OK" in frame for frame in frames[:2])
 
 
 # Prometheus metrics

@@ -141,6 +141,7 @@ def test_kill_9_of_the_scheduling_process_misses_and_doubles_no_tick(start_worke
     print(f"kill -9 x{kills}: {len(ticks)} ticks, none missed or doubled")
 
 
+@pytest.mark.django_independent
 def test_a_redis_outage_is_one_line_however_many_ticks_it_lasts(start_workers):
     """The workers' Redis stops for several ticks: the schedule goes on (its jobs are found by
     polling), and the log says so once, then once more when Redis answers again."""

@@ -51,6 +51,7 @@ def test_burst_gives_up_at_the_first_failed_start(start_workers):
     assert took < 20, f"--burst took {took:.1f} s to give up"
 
 
+@pytest.mark.django_independent
 def test_a_burst_gives_up_waiting_for_postgresql_after_max_wait(start_workers):
     """Nothing listens on PostgreSQL's port: a burst waits --max-wait seconds, not for ever,
     then exits non-zero saying why, once."""
