@@ -146,7 +146,10 @@ def test_status_is_healthy_with_live_workers_and_exits_1_without(start_workers):
         "rate_limit": None,
         "max_pending": {"cap": 1000, "used": 0},
     }
-    assert report["limited_tasks"] == [] and report["totals"] == {"workers_alive": 2, "workflows_running": 0}
+    assert report["limited_tasks"] == [] and report["totals"] == {
+        "workers_alive": 2,
+        "workflows_running": 0,
+    }
     assert all(worker["queues"] == ["default"] for worker in report["workers"])
 
     workers.stop()
