@@ -1,6 +1,6 @@
-"""``dev.py test``: lint and docs, then the migration check and the test suite on each Django
-series, side by side; each phase timed (see the README for the 10-minute budget and how the
-suite keeps to it)."""
+"""``dev.py test``: lint, the type check and docs, then the migration check and the test suite on
+each Django series, one after the other; each phase timed (see the README for how long and
+why)."""
 
 import os
 import subprocess
@@ -19,7 +19,7 @@ DJANGO_SERIES = {"newest": None, "5.2": "5.2"}
 # The marker of the tests whose outcome does not depend on Django's version (the slow fault
 # tests; see the README): they run with the first series of the run only.
 ONE_SERIES = "django_independent"
-# Test files run in parallel (pytest-xdist), and the series side by side: the slow tests mostly
+# Test files run in parallel (pytest-xdist), one series after the other: the slow tests mostly
 # wait on workers, PostgreSQL and clocks, so more processes than cores pay off; far more would
 # make crash tests that time their recovery flaky on a 2-core machine. Each process has its own
 # test databases and Redis key prefix (tests/settings.py).
@@ -81,13 +81,12 @@ def _run_phases(phases: Phases, pytest_args: list[str], series: list[str]) -> in
                 return 1
         with services.services() as env:
             env = {**os.environ, **env, browser.ENV_VAR: chromium, **bouncer}
-            runs = {
-                name: pool.submit(
-                    _suite, phases, name, pythons[name].result, env, pytest_args, first=index == 0
-                )
+            # One series after the other: side by side, five test processes and their workers on
+            # two cores made the tests that time their recovery fail (seen in CI).
+            outcomes = {
+                name: _suite(phases, name, pythons[name].result, env, pytest_args, first=index == 0)
                 for index, name in enumerate(series)
             }
-            outcomes = {name: run.result() for name, run in runs.items()}
     for outcome in outcomes.values():
         if outcome.output:
             print(f"=== tests, {outcome.label}: its output ===\n{outcome.output}", flush=True)
