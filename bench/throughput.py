@@ -3,6 +3,7 @@
     python bench/throughput.py [--jobs 20000] [--processes 2] [--concurrency 10]
     python bench/throughput.py --scale [--memory-jobs 1000000]   # bench/scale.py
     python bench/throughput.py --schedule-cost   # drain with 100 schedules declared vs none
+    python bench/throughput.py --claim-cost   # queue control's claims vs the baseline's
 
 Prints bulk enqueue jobs/s (median of --repeats runs, beside a raw COPY of the same rows),
 drain jobs/s with P processes x C concurrency (leases, heartbeats and fencing on), pickup
@@ -39,6 +40,7 @@ from bench.harness import (
 from bench.plot import RESULTS
 
 SCALE_RESULTS = RESULTS.with_name("scale.json")
+CLAIM_COST_RESULTS = RESULTS.with_name("claim_cost.json")
 
 
 def drain_rate(jobs: int) -> float:
@@ -242,12 +244,25 @@ def main() -> None:
         action="store_true",
         help="only drain with 100 schedules declared vs none (median of --repeats rounds)",
     )
+    parser.add_argument(
+        "--claim-cost",
+        action="store_true",
+        help="only queue control's cost: each claim statement beside the baseline's, a paused "
+        "and an expired backlog, the enqueue with and without the per-queue claim index",
+    )
     args = parser.parse_args()
     setup_database()
     from bench.tasks import anoop, noop
 
     if args.schedule_cost:
         measure_schedule_cost(args.jobs, args.processes, args.concurrency, anoop, args.repeats)
+        return
+
+    if args.claim_cost:
+        from bench import claim_cost
+
+        figures = claim_cost.run(args.jobs)
+        CLAIM_COST_RESULTS.write_text(json.dumps(figures, indent=2) + "\n")
         return
 
     if args.scale:

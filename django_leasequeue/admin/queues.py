@@ -11,9 +11,11 @@ from django.contrib import messages
 from django.contrib.admin.models import CHANGE, LogEntry
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
+from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from django_leasequeue import protocol
+from django_leasequeue.admin import display as show
 from django_leasequeue.backend import LeaseQueueBackend, lease_queue_backends
 from django_leasequeue.control import statements
 from django_leasequeue.control.pausing import PauseFailed
@@ -34,9 +36,11 @@ def with_pauses(summary: list[dict[str, Any]], using: str) -> list[dict[str, Any
     for name in paused.keys() - rows.keys():
         rows[name] = {"queue_name": name, "oldest_due": "—", "finished_last_minute": 0}
         rows[name].update(dict.fromkeys(("queued", "running", "retrying", "failed"), 0))
+    now = timezone.now()
     for name, row in rows.items():
         row["paused"] = paused.get(name)
         if row["paused"] is not None:
+            row["paused"]["paused_for"] = show.duration(now - row["paused"]["paused_at"])
             row["backlogged"] = False  # waiting is what a paused queue's jobs are meant to do
     return [rows[name] for name in sorted(rows)]
 

@@ -32,6 +32,7 @@ def job_fields(backend: LeaseQueueBackend, declaration: Declaration) -> JobField
         limits=defaults.flow.job_limits(defaults.task_path, queue_limit, (), {})
         if defaults.flow
         else None,
+        expires_after=defaults.expires_after,
     )
 
 

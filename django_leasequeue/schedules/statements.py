@@ -53,6 +53,8 @@ class JobFields:
     backoff_seconds: float
     # The task's and its queue's flow-control limits (a scheduled job is held to them too).
     limits: JobLimits | None = None
+    # Seconds after its tick's enqueue by which the job must start (the task's expires_after).
+    expires_after: float | None = None
 
 
 def _synced(rows: list[Row]) -> list[str]:
@@ -142,6 +144,7 @@ def fire_schedule(
             "timeout": job.timeout_seconds,
             "backoff": job.backoff_seconds,
             "unique_key": declaration.unique_key,
+            "expires_after": job.expires_after,
             **limit_columns(job.limits),
         },
         _fired,

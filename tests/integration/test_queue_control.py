@@ -27,10 +27,14 @@ from django_leasequeue.metrics.gauges import DatabaseCollector
 from django_leasequeue.models import Job
 from django_leasequeue.runtime.database import Database
 from django_leasequeue.runtime.recover import RecoverSweep
+from django_leasequeue.schedules.declaration import declaration_of
+from django_leasequeue.schedules.firing import run_now
+from django_leasequeue.schedules.statements import database_now, sync_schedules
 from django_leasequeue.tasks_framework import InvalidTask
 from tests import control_tasks, flow_tasks
 from tests.acceptance import harness
 from tests.helpers import claim_one, try_claim, try_claim_batch
+from tests.periodic.every_second.tasks import tick
 from tests.tasks import add, report
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -260,6 +264,14 @@ def test_enqueue_sets_the_expiry_from_the_first_run_after_on_every_insert_path(b
     assert rows[delayed.id].expires_at == due_later + timedelta(seconds=30)
     assert {rows[r.id].expires_at - rows[r.id].run_after for r in many} == {timedelta(seconds=1)}
     assert Job.objects.get(pk=add.enqueue(1, 1).id).expires_at is None
+
+
+def test_a_scheduled_tasks_jobs_expire_too(backend):
+    declaration = declaration_of(tick.using(expires_after=30))
+    now = protocol.execute(database_now())
+    protocol.execute(sync_schedules("default", [declaration], [now + timedelta(hours=1)], now))
+    job = Job.objects.get(pk=run_now(backend, declaration))
+    assert job.expires_at - job.run_after == timedelta(seconds=30)
 
 
 def test_an_expired_job_is_never_claimed_even_at_the_front_of_the_queue(backend):
