@@ -25,11 +25,12 @@ from django_leasequeue.control.pausing import PauseFailed
 from django_leasequeue.management import status_output, status_report
 from django_leasequeue.metrics.gauges import DatabaseCollector
 from django_leasequeue.models import Job
+from django_leasequeue.protocol import database_now
 from django_leasequeue.runtime.database import Database
 from django_leasequeue.runtime.recover import RecoverSweep
 from django_leasequeue.schedules.declaration import declaration_of
 from django_leasequeue.schedules.firing import run_now
-from django_leasequeue.schedules.statements import database_now, sync_schedules
+from django_leasequeue.schedules.statements import sync_schedules
 from django_leasequeue.tasks_framework import InvalidTask
 from tests import control_tasks, flow_tasks
 from tests.acceptance import harness
