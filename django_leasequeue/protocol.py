@@ -929,3 +929,8 @@ def request_workflow_cancel(workflow_id: UUID | str) -> Statement[bool]:
 def cancel_workflow_steps(workflow_id: UUID | str) -> Statement[list[Row]]:
     """``{id, status}`` of the steps cancelled (status cancelled) or asked to stop (running)."""
     return _statement("cancel_workflow_steps", _rows, id=workflow_id)
+
+
+def workflow_state(workflow_id: UUID) -> Statement[Row | None]:
+    """A workflow's counters and its running steps' progress (JSON text), or None."""
+    return _statement("workflow_state", _first_or_none, id=workflow_id)

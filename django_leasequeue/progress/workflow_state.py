@@ -9,6 +9,7 @@ Reading it costs two index probes however big the workflow: its row (whose count
 trigger keeps) and its running steps.
 """
 
+import json
 from collections.abc import Iterable
 from typing import Any
 from uuid import UUID
@@ -16,10 +17,9 @@ from uuid import UUID
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
+from django_leasequeue import protocol
 from django_leasequeue.backend import job_database
-from django_leasequeue.models import Job, WorkflowRun
 from django_leasequeue.progress.state import percent
-from django_leasequeue.status import JobStatus
 from django_leasequeue.workflows.choices import WorkflowStatus
 
 WorkflowState = dict[str, Any]
@@ -88,22 +88,10 @@ def missing_workflow_state(workflow_id: UUID | str) -> WorkflowState:
 def load_workflow_state(workflow_id: UUID | str) -> WorkflowState | None:
     """The workflow's current state from the job database; None when there is no such
     workflow."""
-    using = job_database()
-    row = (
-        WorkflowRun.objects.using(using)
-        .filter(pk=UUID(str(workflow_id)))
-        .values("id", "status", "steps_total", "steps_unfinished", "steps_failed")
-        .first()
-    )
+    row = protocol.execute(protocol.workflow_state(UUID(str(workflow_id))), job_database())
     if row is None:
         return None
-    running: list[Any] = []
-    if row["status"] == WorkflowStatus.RUNNING:
-        running = list(
-            Job.objects.using(using)
-            .filter(workflow_id=row["id"], status=JobStatus.RUNNING)
-            .values_list("progress", flat=True)
-        )
+    running: list[Any] = json.loads(row["running"])
     return workflow_state(
         row["id"],
         row["status"],

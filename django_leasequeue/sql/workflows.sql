@@ -55,3 +55,13 @@ WITH cancelled AS (
     RETURNING id, status
 )
 SELECT id, status FROM cancelled UNION ALL SELECT id, status FROM asked;
+
+-- name: workflow_state
+-- A workflow's counters and its running steps' progress in one snapshot (a live bar never counts a step twice or not at all).
+SELECT workflow.id, workflow.status, workflow.steps_total, workflow.steps_unfinished,
+       workflow.steps_failed,
+       coalesce((SELECT json_agg(job.progress) FROM leasequeue_job AS job
+                 WHERE job.workflow_id = workflow.id AND job.status = 'running'), '[]')::text
+           AS running
+FROM leasequeue_workflow AS workflow
+WHERE workflow.id = %(id)s::uuid;

@@ -3,6 +3,7 @@ websocket, the template tag and who may watch, over the real channels-redis laye
 
 import asyncio
 import dataclasses
+import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
@@ -249,15 +250,18 @@ async def test_many_step_events_are_read_as_few_states(workflow):
     assert (await socket.connect())[0]
     assert (await socket.receive_json_from(timeout=3))["kind"] == "snapshot"
     a = await database_sync_to_async(claim_one)(workflow.steps["a"], "w1")
+    started = time.monotonic()
     for current in range(1, 51):
         assert await _execute(protocol.progress(a.lease, current, 100, "reading"))
         await events.apublish_workflow(workflow.id, {"kind": "progress"})
     await asyncio.sleep(0.6)
+    elapsed = time.monotonic() - started
     states = []
     while not await socket.receive_nothing(timeout=0.3):
         states.append(await socket.receive_json_from())
-    # A read at most every 0.25 s, not one per event, and the last one has the last report.
-    assert 1 <= len(states) <= 6, len(states)
+    # A read at most every 0.25 s however long the 50 events took to send (a loaded machine
+    # is slow to send them), so far fewer reads than events; the last has the last report.
+    assert 1 <= len(states) <= min(elapsed / 0.25 + 2, 25), (len(states), elapsed)
     assert (states[-1]["kind"], states[-1]["current"]) == ("state", 0.5)
     await socket.disconnect()
 
