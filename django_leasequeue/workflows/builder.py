@@ -73,6 +73,9 @@ class Workflow:
         self.steps: list[StepDefinition] = []
         self.callbacks: list[StepDefinition] = []
         self._names: set[str] = set()
+        # The last number given to each task name (fetch, fetch_2, ...): a group of 10,000
+        # same-named steps is numbered in one pass, not by trying every number again.
+        self._last_number: dict[str, int] = {}
 
     def add(
         self,
@@ -239,10 +242,12 @@ class Workflow:
             chosen = name
         else:
             base = task.name
-            chosen, number = base, 1
-            while chosen in self._names:
+            number = self._last_number.get(base, 0)
+            chosen = ""
+            while not chosen or chosen in self._names:
                 number += 1
-                chosen = f"{base}_{number}"
+                chosen = base if number == 1 else f"{base}_{number}"
+            self._last_number[base] = number
         self._names.add(chosen)
         return chosen
 
