@@ -154,8 +154,10 @@ class OutcomeRecorder:
         if status == JobStatus.QUEUED:
             metrics.finished(job.queue_name, job.task_path, status, handle.run_seconds())
             await handle.publish({"kind": "status", "status": status})
-        else:
-            await self._finished(handle, task, status, outcome)
+            return
+        if job.has_dependents:  # ended (failed, expired or cancelled): its children may be due
+            self.released_steps.add(job.id)
+        await self._finished(handle, task, status, outcome)
 
     async def _expire_doomed(self, job: ClaimedJob, what: str) -> bool:
         """End expired a job whose ``what`` (retry, snooze) was set past its expiry."""

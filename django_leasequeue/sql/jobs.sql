@@ -152,7 +152,8 @@ WHERE job.id = picked.id
 RETURNING job.id, job.task_path, job.queue_name, job.priority, job.backend, job.args, job.kwargs,
           job.attempt, job.max_attempts, job.lease_version, job.timeout_seconds,
           job.backoff_seconds, job.checkpoint, job.enqueued_at, job.started_at,
-          job.last_attempted_at, job.worker_ids, job.errors, job.run_after;
+          job.last_attempted_at, job.worker_ids, job.errors, job.run_after, job.workflow_id,
+          job.upstream, job.has_dependents;
 
 -- name: oldest_due_job
 -- Fairness: the unlimited due job waiting longest, whatever its priority, none of a paused queue (one index probe per priority present).

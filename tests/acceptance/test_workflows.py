@@ -7,6 +7,8 @@ from django_leasequeue import Workflow, WorkflowHandle, WorkflowStatus, chain, c
 from django_leasequeue.models import Job
 from django_leasequeue.operations import retry_failed_steps
 from tests.acceptance.harness import wait_until
+from tests.control_tasks import snoozes_forever
+from tests.servers import RedisServer
 from tests.workflow_tasks import add_one, collect, explode, fetch, length, noop, report
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.crash]
@@ -87,3 +89,30 @@ def test_cancelling_a_workflow_cancels_its_waiting_steps_and_it_ends_cancelled(s
     assert handle.cancel() == {"cancelled": 2, "cancel_requested": 1}
     assert _finished(handle).status == WorkflowStatus.CANCELLED
     assert {result.status.name for result in handle.steps.values()} == {"FAILED"}
+
+
+def test_steps_claimed_while_another_queue_is_paused_still_get_their_upstream_results(
+    start_workers, backend
+):
+    """With a queue paused, polling claims from the open queues' heads (claim_batch_by_queue):
+    that path must hand a step its upstream results, like every other claim path."""
+    backend.pause_queue("low", reason="incident")
+    nothing_listens = RedisServer()  # never started: the workers poll, no wakeups
+    start_workers("--concurrency", "2", redis_url=nothing_listens.url)
+    handle = chain(step(fetch, "a"), step(length), step(add_one)).enqueue()
+    assert _finished(handle).status == WorkflowStatus.SUCCEEDED
+    assert handle.steps["add_one"].return_value == len("page of a") + 1
+
+
+def test_a_step_that_snoozes_too_often_fails_and_releases_what_waits_for_it(start_workers):
+    start_workers("--concurrency", "2")
+    wf = Workflow("snoozes")
+    sleeper = wf.add(snoozes_forever)
+    wf.add(report, after=[sleeper], run_if="finished", name="cleanup")
+    wf.add(noop, after=[sleeper], name="needs_it")
+    handle = _finished(wf.enqueue())
+    assert handle.status == WorkflowStatus.FAILED
+    steps = {name: Job.objects.get(pk=job_id) for name, job_id in handle.step_ids.items()}
+    assert steps["snoozes_forever"].errors[-1]["exception_class_path"].endswith("TooManySnoozes")
+    assert steps["cleanup"].status == "succeeded"
+    assert steps["needs_it"].status == "cancelled"

@@ -29,3 +29,21 @@ def test_a_query_defined_twice_is_refused():
     text = "-- name: a\n-- first\nSELECT 1;\n-- name: a\n-- again\nSELECT 2;\n"
     with pytest.raises(ValueError, match="defined twice"):
         load_queries(text)
+
+
+def _returned_columns(sql: str) -> set[str]:
+    returning = sql.rsplit("RETURNING", 1)[1]
+    return {column.strip().removeprefix("job.") for column in returning.split(",")}
+
+
+@pytest.mark.parametrize("name", ["claim_by_ids", "claim_batch", "claim_batch_by_queue"])
+def test_every_claim_returns_every_column_a_claimed_job_holds(name):
+    """A claim path that leaves a column out hands its jobs over with the field's default: a
+    workflow step claimed that way would lose its upstream results and never wake its children."""
+    from dataclasses import fields
+
+    from django_leasequeue.protocol import ClaimedJob
+
+    expected = {field.name for field in fields(ClaimedJob)} - {"lease", "problem"}
+    expected |= {"id", "lease_version"}
+    assert _returned_columns(QUERIES[name].sql) == expected
