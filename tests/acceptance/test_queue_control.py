@@ -205,27 +205,37 @@ def test_a_stale_workers_snooze_is_refused(start_workers):
 
 
 RACE = """
-import json, sys, time
+import json, pathlib, time
+from django.db import connection
 from tests.control_tasks import hourly_report
-start_at = {start_at}
-while time.time() < start_at:
+connection.ensure_connection()
+pathlib.Path({ready!r}).touch()
+go = pathlib.Path({go!r})
+while not go.exists():
     time.sleep(0.001)
 ids = []
-while time.time() < start_at + 3:
+until = time.monotonic() + 3
+while time.monotonic() < until:
     ids.append(hourly_report.enqueue(len(ids)).id)
 print(json.dumps(ids))
 """
 
 
-def test_a_key_held_for_a_period_survives_8_processes_enqueuing_at_once(start_workers):
+def test_a_key_held_for_a_period_survives_8_processes_enqueuing_at_once(start_workers, tmp_path):
     """Eight processes enqueue the same hourly key for 3 s while a worker runs the first job:
     one job exists, it ran once, and every enqueue returned it, before and after it ended."""
     start_workers("--queues", "*")
     database_url = harness.test_database_url()
-    start_at = time.time() + 4  # the processes start Django first
+    go = tmp_path / "go"
+    ready = [tmp_path / f"ready-{n}" for n in range(8)]
     processes = [
-        harness.start_django_shell(database_url, RACE.format(start_at=start_at)) for _ in range(8)
+        harness.start_django_shell(database_url, RACE.format(ready=str(path), go=str(go)))
+        for path in ready
     ]
+    # All eight start together once each has Django set up and a connection open, however
+    # long a loaded machine takes to get them there.
+    wait_until(lambda: all(path.exists() for path in ready), 90, "the 8 processes to be ready")
+    go.touch()
     outputs = [process.communicate(timeout=120) for process in processes]
     assert all(process.returncode == 0 for process in processes), outputs
     returned = [job_id for out, _ in outputs for job_id in json.loads(out.strip().splitlines()[-1])]
