@@ -31,11 +31,16 @@ ORDER BY dependency.position;
 
 -- name: released_steps
 -- Due steps downstream of these finished ones: what to wake workers for once they commit.
-SELECT DISTINCT child.id, child.queue_name
-FROM leasequeue_dependency AS dependency
-JOIN leasequeue_job AS child ON child.id = dependency.child_id
-WHERE dependency.parent_id = ANY(%(ids)s::uuid[]) AND child.status = 'queued'
-  AND child.run_after <= now();
+-- From the finished steps' own dependency rows, each child looked up by its key (LIMIT 1 keeps
+-- the lookup a lookup): a join planned on stale statistics scanned every queued job instead.
+SELECT child.id, child.queue_name
+FROM (SELECT DISTINCT child_id FROM leasequeue_dependency
+      WHERE parent_id = ANY(%(ids)s::uuid[])) AS released
+CROSS JOIN LATERAL (
+    SELECT id, queue_name FROM leasequeue_job
+    WHERE id = released.child_id AND status = 'queued' AND run_after <= now()
+    LIMIT 1
+) AS child;
 
 -- name: request_workflow_cancel
 -- Operator: mark a running workflow cancelled (it ends so once its running steps stop); returns it.

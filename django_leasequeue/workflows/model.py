@@ -60,10 +60,14 @@ class StepDependency(models.Model):
 
     id = models.BigAutoField(primary_key=True)
     parent = models.ForeignKey(
-        "leasequeue.Job", models.CASCADE, related_name="dependencies_as_parent", db_constraint=False
+        "leasequeue.Job", models.CASCADE, related_name="dependencies_as_parent",
+        db_constraint=False,
+        db_index=False,  # the Meta indexes below cover it
     )
     child = models.ForeignKey(
-        "leasequeue.Job", models.CASCADE, related_name="dependencies_as_child", db_constraint=False
+        "leasequeue.Job", models.CASCADE, related_name="dependencies_as_child",
+        db_constraint=False,
+        db_index=False,  # the Meta indexes below cover it
     )
     position = models.PositiveIntegerField()
     outcome = models.CharField(max_length=16, null=True, blank=True)  # noqa: DJ001
