@@ -334,17 +334,17 @@ def _claimed(rows: list[Row]) -> list[ClaimedJob]:
 
 
 def claim_by_ids(
-    ids: Sequence[UUID], *, worker_id: str, lease_seconds: float, limited: bool = False
+    ids: Sequence[UUID], *, worker_id: str, lease_seconds: float, flow_claim: bool = False
 ) -> Statement[list[ClaimedJob]]:
-    """Claim these jobs if still claimable; jobs held to limits only when ``limited`` (the
-    limited claim, inside the transaction of ``flow_candidates``, with its locks held)."""
+    """Claim these jobs if still claimable; jobs held to limits only when ``flow_claim`` (the
+    flow claim, inside the transaction of ``flow_candidates``, with its locks held)."""
     return _statement(
         "claim_by_ids",
         _claimed,
         ids=list(ids),
         worker_id=worker_id,
         lease_seconds=lease_seconds,
-        limited=limited,
+        flow_claim=flow_claim,
     )
 
 
@@ -665,7 +665,7 @@ def stale_due_jobs_by_queue(
 
 @dataclass(frozen=True, slots=True)
 class FlowCandidate:
-    """A due job held to limits, as a limited claim considers it."""
+    """A due job held to limits, as the flow claim considers it."""
 
     id: UUID
     flow_key: str
