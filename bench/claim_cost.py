@@ -143,7 +143,8 @@ def run(jobs: int) -> dict:
                 "ids": pool[start : start + 10],
                 "worker_id": "w",
                 "lease_seconds": 30.0,
-                "limited": False,
+                "flow_claim": False,
+                "limited": False,  # its name in baselines before the rename to flow_claim
             }
 
         claim = {"worker_id": "w", "lease_seconds": 30.0, "limit": 10}

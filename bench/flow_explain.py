@@ -1,4 +1,4 @@
-"""The limited claim on a big backlog: 10,000 queued jobs of a ``concurrency=2`` task (two of them
+"""The flow claim on a big backlog: 10,000 queued jobs of a ``concurrency=2`` task (two of them
 running), beside 500 running jobs of an unlimited task; each statement of one claim EXPLAIN
 ANALYZEd (twice: the second run shows the planning time of a warm connection).
 

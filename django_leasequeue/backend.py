@@ -137,7 +137,7 @@ class LeaseQueueBackend(BaseTaskBackend):
         ]
         if not new_jobs:
             return []
-        using = self.config.database
+        database = self.config.database
         results: list[TaskResult | None] = [None] * len(new_jobs)
         enqueued, due = [], []
         now = timezone.now()
@@ -170,13 +170,13 @@ class LeaseQueueBackend(BaseTaskBackend):
         held_for = [job.unique_key for job in new_jobs if job.unique_for and job.unique_key]
         # A capped enqueue counts and inserts under its caps' locks, and keys held for a period
         # are looked up under their locks, in one transaction.
-        with transaction.atomic(using=using) if capped or held_for else contextlib.nullcontext():
+        with transaction.atomic(using=database) if capped or held_for else contextlib.nullcontext():
             if held_for:
-                protocol.execute(lock_unique_keys(held_for), using)
+                protocol.execute(lock_unique_keys(held_for), database)
             if capped:
                 self.refuse_past_caps(new_jobs, resolved)
             if inserts:
-                inserted = protocol.execute(protocol.enqueue([job for _, job in inserts]), using)
+                inserted = protocol.execute(protocol.enqueue([job for _, job in inserts]), database)
                 existing = self._results_holding(
                     # An insert skips only a job whose unique key another job holds.
                     [job.unique_key for _, job in inserts if job.id not in inserted]  # type: ignore[misc]
@@ -188,14 +188,14 @@ class LeaseQueueBackend(BaseTaskBackend):
                     else:
                         accept(index, job, row["enqueued_at"])
             if len(inserts) < len(new_jobs):
-                with protocol.JobCopy(using) as copy:
+                with protocol.JobCopy(database) as copy:
                     write, enqueued_at = copy.write, copy.now
                     for index, job in enumerate(new_jobs):
                         if job.unique_key is None and job.limits is None:
                             write(job)  # streams: the server stores rows while we go on
                             accept(index, job, enqueued_at)
         if enqueued:
-            transaction.on_commit(partial(self.committed, enqueued, due), using=using)
+            transaction.on_commit(partial(self.committed, enqueued, due), using=database)
         return results  # type: ignore[return-value]  # every slot is filled above
 
     def refuse_past_caps(

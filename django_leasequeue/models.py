@@ -90,7 +90,7 @@ class Job(models.Model):
     checkpoint = TolerantJSONField(null=True, blank=True)
 
     # Flow control (NULL: no limit). ``limits`` lists every limit the job is held to, each with
-    # its key; ``flow_key`` is the claim partition the limited claim goes round-robin over;
+    # its key; ``flow_key`` is the claim partition the flow claim goes round-robin over;
     # ``concurrency_key`` is counted over running jobs, ``pending_key`` over unfinished ones.
     limits = models.JSONField(null=True, blank=True)
     flow_key = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001
@@ -128,7 +128,7 @@ class Job(models.Model):
         indexes = [
             # In claim order, so a claim reads the first rows instead of sorting the backlog;
             # queue names are filtered during the walk (one index serves any set of queues).
-            # Jobs held to limits are left out: the limited claim walks them by partition.
+            # Jobs held to limits are left out: the flow claim walks them by partition.
             models.Index(
                 models.F("priority").desc(),
                 "run_after",
@@ -136,7 +136,7 @@ class Job(models.Model):
                 name="leasequeue_job_claim_order",
                 condition=models.Q(status__in=JobStatus.claimable(), flow_key__isnull=True),
             ),
-            # The limited claim: partitions by a loose index scan, then each one's head in
+            # The flow claim: partitions by a loose index scan, then each one's head in
             # claim order.
             models.Index(
                 "flow_key",

@@ -1,6 +1,6 @@
 """Operator actions on jobs: retry, cancel, release lease, delete.
 
-Each action runs on the job database ``using`` (the backend's ``database`` option) as one
+Each action runs on the job database ``database`` (the backend's ``database`` option) as one
 conditional statement of the protocol per batch of ids, so it is race-safe
 with running workers: it changes only the jobs whose status allows it at that instant, and a
 worker's fenced write that loses the race is dropped. The jobs an action skipped are explained
@@ -106,11 +106,11 @@ _GONE = gettext_lazy("no longer exists")
 
 
 def _explain_skipped(
-    report: ActionReport, ids: Iterable[UUID], reasons: Mapping[str, str | Promise], using: str
+    report: ActionReport, ids: Iterable[UUID], reasons: Mapping[str, str | Promise], database: str
 ) -> None:
     """Count each skipped job under the reason its state now gives."""
     ids = list(ids)
-    states = protocol.execute(protocol.job_statuses(ids), using)
+    states = protocol.execute(protocol.job_statuses(ids), database)
     for job_id in ids:
         state = states.get(job_id)
         reason: str | Promise
@@ -123,7 +123,7 @@ def _explain_skipped(
         report.skipped[str(reason)] += 1
 
 
-def _wake_on_commit(rows: Sequence[protocol.Row], using: str) -> None:
+def _wake_on_commit(rows: Sequence[protocol.Row], database: str) -> None:
     """Wake workers for jobs that became claimable, through each job's own backend."""
     by_backend: dict[str, list[tuple[str, str]]] = {}
     for row in rows:
@@ -131,40 +131,40 @@ def _wake_on_commit(rows: Sequence[protocol.Row], using: str) -> None:
     for alias, jobs in by_backend.items():
         wakeups = wakeups_of_backend(alias)
         if wakeups is not None:
-            transaction.on_commit(partial(wakeups.push, jobs), using=using)
+            transaction.on_commit(partial(wakeups.push, jobs), using=database)
 
 
 def _run(
     ids: Iterable[UUID | str],
     apply: Callable[[list[UUID], str, ActionReport], set[UUID]],
     reasons: Mapping[str, str | Promise],
-    using: str,
+    database: str,
 ) -> ActionReport:
     """Apply an action batch by batch in one transaction, then explain what it skipped."""
     report = ActionReport()
     unique_ids = list(dict.fromkeys(UUID(str(job_id)) for job_id in ids))
-    with transaction.atomic(using=using):
+    with transaction.atomic(using=database):
         for batch in batched(unique_ids, BATCH_SIZE):
-            changed = apply(list(batch), using, report)
+            changed = apply(list(batch), database, report)
             report.changed_ids |= changed
-            _explain_skipped(report, (i for i in batch if i not in changed), reasons, using)
+            _explain_skipped(report, (i for i in batch if i not in changed), reasons, database)
     return report
 
 
-def retry(ids: Iterable[UUID | str], using: str) -> ActionReport:
+def retry(ids: Iterable[UUID | str], database: str) -> ActionReport:
     """Failed/cancelled jobs → queued now, attempts reset, error history kept; workers woken."""
 
-    def apply(batch: list[UUID], using: str, report: ActionReport) -> set[UUID]:
-        rows = _retry_rows(batch, using)
+    def apply(batch: list[UUID], database: str, report: ActionReport) -> set[UUID]:
+        rows = _retry_rows(batch, database)
         report.changed[_("retried")] += len(rows)
-        _wake_on_commit(rows, using)
-        publish_statuses_on_commit({row["id"]: JobStatus.QUEUED for row in rows}, using)
+        _wake_on_commit(rows, database)
+        publish_statuses_on_commit({row["id"]: JobStatus.QUEUED for row in rows}, database)
         return {row["id"] for row in rows}
 
-    return _run(ids, apply, _RETRY_SKIPS, using)
+    return _run(ids, apply, _RETRY_SKIPS, database)
 
 
-def _retry_rows(batch: list[UUID], using: str) -> list[protocol.Row]:
+def _retry_rows(batch: list[UUID], database: str) -> list[protocol.Row]:
     """The retry statement, surviving an enqueue that takes a unique key at the same moment.
 
     The statement skips jobs whose key a committed unfinished job holds; a holder committed
@@ -172,27 +172,27 @@ def _retry_rows(batch: list[UUID], using: str) -> list[protocol.Row]:
     own, and those whose key is taken are left (reported as skipped).
     """
     try:
-        with transaction.atomic(using=using):
-            return protocol.execute(protocol.retry(batch), using)
+        with transaction.atomic(using=database):
+            return protocol.execute(protocol.retry(batch), database)
     except IntegrityError:
         rows: list[protocol.Row] = []
         for job_id in batch:
             try:
-                with transaction.atomic(using=using):
-                    rows += protocol.execute(protocol.retry([job_id]), using)
+                with transaction.atomic(using=database):
+                    rows += protocol.execute(protocol.retry([job_id]), database)
             except IntegrityError:
                 continue
         return rows
 
 
-def cancel_jobs(ids: Iterable[UUID | str], using: str) -> dict[UUID, CancelOutcome]:
+def cancel_jobs(ids: Iterable[UUID | str], database: str) -> dict[UUID, CancelOutcome]:
     """The cancel statement, and open pages told of the jobs it ended, on commit.
 
     Returns what happened to each changed job: ``cancelled``, or ``cancel_requested`` for a
     running job whose worker was asked to stop (it ends cancelled at its next heartbeat).
     """
-    outcomes = protocol.execute(protocol.cancel([UUID(str(job_id)) for job_id in ids]), using)
-    publish_statuses_on_commit(cancelled_now(outcomes), using)
+    outcomes = protocol.execute(protocol.cancel([UUID(str(job_id)) for job_id in ids]), database)
+    publish_statuses_on_commit(cancelled_now(outcomes), database)
     return outcomes
 
 
@@ -206,71 +206,71 @@ def cancelled_now(outcomes: dict[UUID, CancelOutcome]) -> dict[UUID, str]:
     }
 
 
-def cancel(ids: Iterable[UUID | str], using: str) -> ActionReport:
+def cancel(ids: Iterable[UUID | str], database: str) -> ActionReport:
     """Queued/retrying jobs → cancelled; running ones get cancel_requested for their worker."""
 
-    def apply(batch: list[UUID], using: str, report: ActionReport) -> set[UUID]:
-        outcomes = cancel_jobs(batch, using)
+    def apply(batch: list[UUID], database: str, report: ActionReport) -> set[UUID]:
+        outcomes = cancel_jobs(batch, database)
         for outcome in outcomes.values():
             done = _("cancelled") if outcome == CancelOutcome.CANCELLED else _("asked to cancel")
             report.changed[done] += 1
         return set(outcomes)
 
-    return _run(ids, apply, _FINISHED, using)
+    return _run(ids, apply, _FINISHED, database)
 
 
-def release(ids: Iterable[UUID | str], using: str) -> ActionReport:
+def release(ids: Iterable[UUID | str], database: str) -> ActionReport:
     """Running jobs (of a worker known dead) → retrying now; the old worker is fenced out."""
 
-    def apply(batch: list[UUID], using: str, report: ActionReport) -> set[UUID]:
-        rows = protocol.execute(protocol.force_release(batch), using)
+    def apply(batch: list[UUID], database: str, report: ActionReport) -> set[UUID]:
+        rows = protocol.execute(protocol.force_release(batch), database)
         for row in rows:
             released = row["status"] == JobStatus.RETRYING
             report.changed[_("released") if released else _("cancelled (cancel requested)")] += 1
-        _wake_on_commit([row for row in rows if row["status"] == JobStatus.RETRYING], using)
-        publish_statuses_on_commit({row["id"]: row["status"] for row in rows}, using)
+        _wake_on_commit([row for row in rows if row["status"] == JobStatus.RETRYING], database)
+        publish_statuses_on_commit({row["id"]: row["status"] for row in rows}, database)
         return {row["id"] for row in rows}
 
-    return _run(ids, apply, _RELEASE_SKIPS, using)
+    return _run(ids, apply, _RELEASE_SKIPS, database)
 
 
-def delete(ids: Iterable[UUID | str], using: str) -> ActionReport:
+def delete(ids: Iterable[UUID | str], database: str) -> ActionReport:
     """Delete jobs that no worker holds."""
 
-    def apply(batch: list[UUID], using: str, report: ActionReport) -> set[UUID]:
-        deleted = protocol.execute(protocol.delete_jobs(batch), using)
+    def apply(batch: list[UUID], database: str, report: ActionReport) -> set[UUID]:
+        deleted = protocol.execute(protocol.delete_jobs(batch), database)
         report.changed[_("deleted")] += len(deleted)
         return deleted
 
-    return _run(ids, apply, _DELETE_SKIPS, using)
+    return _run(ids, apply, _DELETE_SKIPS, database)
 
 
 # Workflows
 
 
-def cancel_workflow(workflow_id: UUID | str, using: str) -> dict[str, int]:
+def cancel_workflow(workflow_id: UUID | str, database: str) -> dict[str, int]:
     """A workflow's steps not started → cancelled, running ones asked to stop; the workflow
     ends CANCELLED once they have. Returns ``{"cancelled": n, "cancel_requested": n}``."""
-    with transaction.atomic(using=using):
-        protocol.execute(protocol.request_workflow_cancel(workflow_id), using)
-        rows = protocol.execute(protocol.cancel_workflow_steps(workflow_id), using)
-    publish_workflow_on_commit(workflow_id, using)
+    with transaction.atomic(using=database):
+        protocol.execute(protocol.request_workflow_cancel(workflow_id), database)
+        rows = protocol.execute(protocol.cancel_workflow_steps(workflow_id), database)
+    publish_workflow_on_commit(workflow_id, database)
     publish_statuses_on_commit(
-        {row["id"]: row["status"] for row in rows if row["status"] == JobStatus.CANCELLED}, using
+        {row["id"]: row["status"] for row in rows if row["status"] == JobStatus.CANCELLED}, database
     )
     running = sum(row["status"] == JobStatus.RUNNING for row in rows)
     return {"cancelled": len(rows) - running, "cancel_requested": running}
 
 
-def retry_failed_steps(workflow_id: UUID | str, using: str) -> ActionReport:
+def retry_failed_steps(workflow_id: UUID | str, database: str) -> ActionReport:
     """The workflow's failed steps queued again (and its cancel withdrawn); the steps they had
     cancelled wait for them again, and run if they succeed."""
     from django_leasequeue.models import Job, WorkflowRun
 
-    with transaction.atomic(using=using):
-        WorkflowRun.objects.using(using).filter(pk=workflow_id).update(cancel_requested=False)
-        failed = Job.objects.using(using).filter(
+    with transaction.atomic(using=database):
+        WorkflowRun.objects.using(database).filter(pk=workflow_id).update(cancel_requested=False)
+        failed = Job.objects.using(database).filter(
             workflow_id=UUID(str(workflow_id)), status=JobStatus.FAILED
         )
-        publish_workflow_on_commit(workflow_id, using)
-        return retry(list(failed.values_list("id", flat=True)), using)
+        publish_workflow_on_commit(workflow_id, database)
+        return retry(list(failed.values_list("id", flat=True)), database)

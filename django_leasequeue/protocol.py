@@ -278,11 +278,11 @@ class JobCopy:
     ``now`` is the database time stamped as every row's ``enqueued_at``.
     """
 
-    def __init__(self, using: str = "default") -> None:
-        self._using = using
+    def __init__(self, database: str = "default") -> None:
+        self._database = database
 
     def __enter__(self) -> "JobCopy":
-        self._cursor = connections[self._using].cursor()
+        self._cursor = connections[self._database].cursor()
         self._cursor.execute(QUERIES["database_now"].sql)
         self.now: datetime = self._cursor.fetchone()[0]
         self._copy_context = self._cursor.cursor.copy(QUERIES["copy_jobs"].sql)
@@ -334,17 +334,17 @@ def _claimed(rows: list[Row]) -> list[ClaimedJob]:
 
 
 def claim_by_ids(
-    ids: Sequence[UUID], *, worker_id: str, lease_seconds: float, limited: bool = False
+    ids: Sequence[UUID], *, worker_id: str, lease_seconds: float, flow_claim: bool = False
 ) -> Statement[list[ClaimedJob]]:
-    """Claim these jobs if still claimable; jobs held to limits only when ``limited`` (the
-    limited claim, inside the transaction of ``flow_candidates``, with its locks held)."""
+    """Claim these jobs if still claimable; jobs held to limits only when ``flow_claim`` (the
+    flow claim, inside the transaction of ``flow_candidates``, with its locks held)."""
     return _statement(
         "claim_by_ids",
         _claimed,
         ids=list(ids),
         worker_id=worker_id,
         lease_seconds=lease_seconds,
-        limited=limited,
+        flow_claim=flow_claim,
     )
 
 
@@ -665,7 +665,7 @@ def stale_due_jobs_by_queue(
 
 @dataclass(frozen=True, slots=True)
 class FlowCandidate:
-    """A due job held to limits, as a limited claim considers it."""
+    """A due job held to limits, as the flow claim considers it."""
 
     id: UUID
     flow_key: str
@@ -793,9 +793,9 @@ def flow_overview(*, limit: int) -> Statement[list[Row]]:
     return _statement("flow_overview", _rows, limit=limit)
 
 
-def execute[T](statement: Statement[T], using: str = "default") -> T:
-    """Run on Django's connection ``using``: inside the caller's transaction if one is open."""
-    with connections[using].cursor() as cursor:
+def execute[T](statement: Statement[T], database: str = "default") -> T:
+    """Run on Django's connection ``database``: inside the caller's transaction if one is open."""
+    with connections[database].cursor() as cursor:
         cursor.execute(statement.query.sql, statement.params)
         rows = cursor.fetchall() if cursor.description else []
         return statement.read(_as_dicts(cursor.description, rows))
@@ -904,10 +904,13 @@ def _first(rows: list[Row]) -> Row:
     return rows[0]
 
 
-def copy_rows(query_name: str, rows: Iterable[Sequence[Any]], using: str = "default") -> None:
+def copy_rows(query_name: str, rows: Iterable[Sequence[Any]], database: str = "default") -> None:
     """COPY ``rows`` with the named ``COPY ... FROM STDIN`` statement, in the caller's
     transaction on Django's connection (rows stream while the caller builds the next ones)."""
-    with connections[using].cursor() as cursor, cursor.cursor.copy(QUERIES[query_name].sql) as copy:
+    with (
+        connections[database].cursor() as cursor,
+        cursor.cursor.copy(QUERIES[query_name].sql) as copy,
+    ):
         for row in rows:
             copy.write_row(row)
 

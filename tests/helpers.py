@@ -98,7 +98,7 @@ def in_a_thread[T](query: Callable[[], T]) -> T:
 
 
 def claim_limited(free: int = 10, worker_id: str = "w", lease_seconds: float = 30.0) -> list:
-    """One round of the worker's limited claim, on a connection of its own."""
+    """One round of the worker's flow claim, on a connection of its own."""
     from django_leasequeue.runtime.database import Database
     from django_leasequeue.runtime.flow_claims import FlowClaimer
 

@@ -285,8 +285,8 @@ class JobAdmin(admin.ModelAdmin):
     ) -> HttpResponse:
         if any("\x00" in value for values in request.GET.lists() for value in values[1]):
             return HttpResponseBadRequest(_("A filter value contains a NUL character."))
-        using = job_database()
-        summary = queues.with_pauses(queue_summary(using, declared_queues()), using)
+        database = job_database()
+        summary = queues.with_pauses(queue_summary(database, declared_queues()), database)
         for row in summary:
             age = row["oldest_due_age"]
             row["oldest_due"] = show.duration(age) if age is not None else show.EMPTY
@@ -297,8 +297,8 @@ class JobAdmin(admin.ModelAdmin):
         context = {
             "summary": summary,
             "may_pause": queues.may_pause(request),
-            "flow_partitions": flow_usage.overview(using, queue_limits),
-            "queue_limits": flow_usage.queue_limit_rows(queue_limits, using),
+            "flow_partitions": flow_usage.overview(database, queue_limits),
+            "queue_limits": flow_usage.queue_limit_rows(queue_limits, database),
         }
         return super().changelist_view(request, {**(extra_context or {}), **context})
 

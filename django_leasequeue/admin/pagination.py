@@ -34,11 +34,11 @@ class EstimatedCountPaginator(Paginator):
         plan = json.loads(self.object_list.explain(format="json"))
         estimate = int(plan[0]["Plan"]["Plan Rows"])
         if estimate < EXACT_COUNT_BELOW:
-            using = self.object_list.db
+            database = self.object_list.db
             try:
-                with transaction.atomic(using=using):
+                with transaction.atomic(using=database):
                     protocol.execute(
-                        protocol.limit_statement_time(milliseconds=COUNT_TIME_LIMIT_MS), using
+                        protocol.limit_statement_time(milliseconds=COUNT_TIME_LIMIT_MS), database
                     )
                     return super().count
             except OperationalError:  # cancelled: counting would have been a long scan

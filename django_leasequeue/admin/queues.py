@@ -28,10 +28,10 @@ def may_pause(request: HttpRequest) -> bool:
     return request.user.has_perm(PERMISSION)
 
 
-def with_pauses(summary: list[dict[str, Any]], using: str) -> list[dict[str, Any]]:
+def with_pauses(summary: list[dict[str, Any]], database: str) -> list[dict[str, Any]]:
     """The summary's rows, each told whether its queue is paused (``paused``: the reason and
     since when, or None), with a row for each paused queue that has no job to count."""
-    paused = protocol.execute(statements.paused_queues(), using)
+    paused = protocol.execute(statements.paused_queues(), database)
     rows = {row["queue_name"]: row for row in summary}
     for name in paused.keys() - rows.keys():
         rows[name] = {"queue_name": name, "oldest_due": "—", "finished_last_minute": 0}

@@ -35,19 +35,19 @@ def _first(queryset: QuerySet[Job]) -> Neighbours:
     return Neighbours(steps[:NEIGHBOURS_SHOWN], queryset.count())
 
 
-def upstream(job_id: UUID, using: str) -> Neighbours:
+def upstream(job_id: UUID, database: str) -> Neighbours:
     """The steps this one comes after, in the order of its dependencies."""
     return _first(
-        Job.objects.using(using)
+        Job.objects.using(database)
         .filter(dependencies_as_parent__child_id=job_id)
         .order_by("dependencies_as_parent__position")
     )
 
 
-def downstream(job_id: UUID, using: str) -> Neighbours:
+def downstream(job_id: UUID, database: str) -> Neighbours:
     """The steps that come after this one."""
     return _first(
-        Job.objects.using(using)
+        Job.objects.using(database)
         .filter(dependencies_as_child__parent_id=job_id)
         .order_by("step_name", "id")
     )

@@ -34,17 +34,17 @@ _TABLE_FIELDS = (
 )
 
 
-def page_context(workflow: WorkflowRun, admin_site: str, using: str) -> dict[str, Any]:
+def page_context(workflow: WorkflowRun, admin_site: str, database: str) -> dict[str, Any]:
     steps_url = f"{reverse(f'{admin_site}:leasequeue_job_changelist')}?workflow={workflow.pk}"
     if workflow.steps_total > GRAPH_STEP_LIMIT:
         return {
             "graph_limit": GRAPH_STEP_LIMIT,
-            "step_counts": _counts(workflow, steps_url, using),
+            "step_counts": _counts(workflow, steps_url, database),
             "all_steps_url": steps_url,
         }
     jobs = {
         job.pk: job
-        for job in Job.objects.using(using).filter(workflow_id=workflow.pk).only(*_TABLE_FIELDS)
+        for job in Job.objects.using(database).filter(workflow_id=workflow.pk).only(*_TABLE_FIELDS)
     }
     graph = layout(
         [
@@ -53,7 +53,7 @@ def page_context(workflow: WorkflowRun, admin_site: str, using: str) -> dict[str
         ],
         [
             Dependency(parent, child, outcome is not None)
-            for parent, child, outcome in StepDependency.objects.using(using)
+            for parent, child, outcome in StepDependency.objects.using(database)
             .filter(child__workflow_id=workflow.pk)
             .order_by("child_id", "position")
             .values_list("parent_id", "child_id", "outcome")
@@ -73,10 +73,10 @@ def page_context(workflow: WorkflowRun, admin_site: str, using: str) -> dict[str
     }
 
 
-def _counts(workflow: WorkflowRun, steps_url: str, using: str) -> list[dict[str, Any]]:
+def _counts(workflow: WorkflowRun, steps_url: str, database: str) -> list[dict[str, Any]]:
     """The workflow's steps by status (one pass over its steps' index), in lifecycle order."""
     rows = (
-        Job.objects.using(using)
+        Job.objects.using(database)
         .filter(workflow_id=workflow.pk)
         .values("status")
         .annotate(n=Count("id"))

@@ -49,17 +49,19 @@ def pause(backend: "LeaseQueueBackend", name: str, reason: str = "") -> bool:
     if not isinstance(reason, str) or (problem := jsonargs.text_problem(reason)) is not None:
         why = "not text" if not isinstance(reason, str) else problem
         raise ValueError(f"The reason {reason!r:.60} cannot be stored ({why}).")
-    using = backend.config.database
-    if transaction.get_connection(using).in_atomic_block:
+    database = backend.config.database
+    if transaction.get_connection(database).in_atomic_block:
         raise RuntimeError(
             "pause_queue commits on its own: call it outside transaction.atomic() (inside one, "
             "its lock would hold every claim of every queue until that transaction ends)."
         )
     try:
-        with transaction.atomic(using=using):
-            protocol.execute(protocol.limit_lock_wait(milliseconds=LOCK_WAIT_MILLISECONDS), using)
-            protocol.execute(statements.lock_paused_queues(), using)
-            return protocol.execute(statements.pause_queue(name, reason), using)
+        with transaction.atomic(using=database):
+            protocol.execute(
+                protocol.limit_lock_wait(milliseconds=LOCK_WAIT_MILLISECONDS), database
+            )
+            protocol.execute(statements.lock_paused_queues(), database)
+            return protocol.execute(statements.pause_queue(name, reason), database)
     except OperationalError as exc:
         if getattr(exc.__cause__, "sqlstate", None) != "55P03":  # lock_not_available
             raise
@@ -72,13 +74,13 @@ def pause(backend: "LeaseQueueBackend", name: str, reason: str = "") -> bool:
 def resume(backend: "LeaseQueueBackend", name: str) -> bool:
     """Resume queue ``name``; on commit, wake workers for its due jobs. True if it was paused."""
     check_queue_name(backend, name)
-    using = backend.config.database
-    with transaction.atomic(using=using):
-        resumed = protocol.execute(statements.resume_queue(name), using)
+    database = backend.config.database
+    with transaction.atomic(using=database):
+        resumed = protocol.execute(statements.resume_queue(name), database)
         if resumed:
-            due = protocol.execute(statements.due_in_queue(name, limit=RESUME_WAKEUPS), using)
+            due = protocol.execute(statements.due_in_queue(name, limit=RESUME_WAKEUPS), database)
             wake = [(name, str(job_id)) for job_id in due]
-            transaction.on_commit(partial(backend.wakeups.push, wake), using=using)
+            transaction.on_commit(partial(backend.wakeups.push, wake), using=database)
     return resumed
 
 

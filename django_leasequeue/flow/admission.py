@@ -1,4 +1,4 @@
-"""Which candidates a limited claim may start, given what their limits use now.
+"""Which candidates a flow claim may start, given what their limits use now.
 
 A pure function of what the claim read under its locks: no clock but the database's, no I/O.
 Rate limits are GCRA (the generic cell rate algorithm): a bucket stores the theoretical arrival

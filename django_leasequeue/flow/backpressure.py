@@ -55,7 +55,7 @@ def check(
     task_limits: Mapping[str, TaskLimits | None],
     queue_limits: Mapping[str, QueueLimit],
     returning_existing: Collection[str],
-    using: str,
+    database: str,
 ) -> None:
     """Raise QueueFull when these jobs would take a cap past its limit. Only inside the enqueue's
     transaction: the keys' locks it takes are held until that ends. Jobs whose unique key is in
@@ -72,10 +72,10 @@ def check(
             caps[name] = cap
     if not new:
         return
-    protocol.execute(protocol.lock_pending_keys(f"{kind}:{key}" for kind, key in new), using)
+    protocol.execute(protocol.lock_pending_keys(f"{kind}:{key}" for kind, key in new), database)
     task_keys = [key for kind, key in new if kind == "task"]
     queues = [key for kind, key in new if kind == "queue"]
-    pending = protocol.execute(protocol.pending_counts(task_keys, queues), using)
+    pending = protocol.execute(protocol.pending_counts(task_keys, queues), database)
     for name in sorted(new):
         cap = caps[name]
         if pending.get(name, 0) + new[name] > cap.cap:

@@ -37,7 +37,7 @@ def describe(held: Hold) -> str:
     }
 
 
-def waiting_reasons(jobs: Iterable[Any], using: str) -> dict[UUID, str]:
+def waiting_reasons(jobs: Iterable[Any], database: str) -> dict[UUID, str]:
     """Why each due, unclaimed job held to limits is not running yet (one query for all)."""
     now = timezone.now()
     waiting = [
@@ -47,7 +47,7 @@ def waiting_reasons(jobs: Iterable[Any], using: str) -> dict[UUID, str]:
     ]
     if not waiting:
         return {}
-    usage = protocol.execute(_usage_of(limit for job in waiting for limit in job.limits), using)
+    usage = protocol.execute(_usage_of(limit for job in waiting for limit in job.limits), database)
     reasons = {}
     for job in waiting:
         # usage.now is None only when there are no limits to read, so nothing to hold.
@@ -75,9 +75,9 @@ class PartitionUsage:
     rate_limit: str | None = None  # the task's own rate limit ("10/s"); None without one
 
 
-def overview(using: str, queue_limits: Mapping[str, QueueLimit]) -> list[PartitionUsage]:
+def overview(database: str, queue_limits: Mapping[str, QueueLimit]) -> list[PartitionUsage]:
     """The busiest limited partitions now, each with what it uses against its limits."""
-    rows = protocol.execute(protocol.flow_overview(limit=BUSIEST), using)
+    rows = protocol.execute(protocol.flow_overview(limit=BUSIEST), database)
     limits_of = {row["flow_key"]: json.loads(row["limits"] or "[]") for row in rows}
     configured = [
         {"key": limit.key, "queue": queue, "concurrency": limit.concurrency}
@@ -86,7 +86,7 @@ def overview(using: str, queue_limits: Mapping[str, QueueLimit]) -> list[Partiti
     ]
     usage = protocol.execute(
         _usage_of([*configured, *(item for items in limits_of.values() for item in items)]),
-        using,
+        database,
     )
     partitions = []
     for row in rows:
@@ -123,16 +123,16 @@ def _in_words(limits: list[dict[str, Any]]) -> str:
     return " · ".join(words)
 
 
-def queue_limit_rows(queue_limits: Mapping[str, QueueLimit], using: str) -> list[dict[str, Any]]:
+def queue_limit_rows(queue_limits: Mapping[str, QueueLimit], database: str) -> list[dict[str, Any]]:
     """Each queue's configured limits with what they use now: running of its concurrency cap,
     unfinished of its max_pending."""
     if not queue_limits:
         return []
     queues = sorted(queue_limits)
     usage = protocol.execute(
-        protocol.flow_usage(concurrency_keys=(), queues=queues, rate_keys=()), using
+        protocol.flow_usage(concurrency_keys=(), queues=queues, rate_keys=()), database
     )
-    pending = protocol.execute(protocol.pending_counts((), queues), using)
+    pending = protocol.execute(protocol.pending_counts((), queues), database)
     return [
         {
             "queue": queue,

@@ -102,7 +102,7 @@ def publish(job_id: UUID | str, event: dict[str, Any]) -> None:
     async_to_sync(apublish)(job_id, event)
 
 
-def publish_statuses_on_commit(statuses: Mapping[Any, str], using: str) -> None:
+def publish_statuses_on_commit(statuses: Mapping[Any, str], database: str) -> None:
     """After the transaction commits, tell open pages the new status of these jobs.
 
     For changes made outside a worker (cancel, admin actions); a rollback publishes nothing.
@@ -117,14 +117,14 @@ def publish_statuses_on_commit(statuses: Mapping[Any, str], using: str) -> None:
             for job_id, event in events:
                 publish(job_id, event)
 
-        transaction.on_commit(publish_all, using=using)
+        transaction.on_commit(publish_all, using=database)
 
 
-def publish_workflow_on_commit(workflow_id: UUID | str, using: str) -> None:
+def publish_workflow_on_commit(workflow_id: UUID | str, database: str) -> None:
     """After the transaction commits, tell the pages following the workflow that it changed
     (an operator's cancel or retry); a rollback publishes nothing."""
     if _channel_layer() is not None:
         event = {"kind": "status"}
         transaction.on_commit(
-            lambda: async_to_sync(apublish_workflow)(workflow_id, event), using=using
+            lambda: async_to_sync(apublish_workflow)(workflow_id, event), using=database
         )

@@ -7,9 +7,9 @@ from django.db import connections
 from psycopg.types.string import TextLoader
 
 
-def connection_params(using: str) -> dict[str, Any]:
-    """psycopg connect() keyword arguments for the Django database ``using``."""
-    params = connections[using].get_connection_params()
+def connection_params(database: str) -> dict[str, Any]:
+    """psycopg connect() keyword arguments for the Django database alias ``database``."""
+    params = connections[database].get_connection_params()
     # Django's own cursor class and adapters are for its sync ORM, not for the worker.
     params.pop("cursor_factory", None)
     params.pop("context", None)
@@ -40,14 +40,14 @@ def dead_peer_params(lease_seconds: float, options: str = "") -> dict[str, Any]:
 
 
 async def connect_async(
-    using: str, *, prepared_statements: bool = False, lease_seconds: float | None = None
+    database: str, *, prepared_statements: bool = False, lease_seconds: float | None = None
 ) -> psycopg.AsyncConnection:
     """An autocommit AsyncConnection that returns jsonb as text, as Django's connection does.
 
     Prepared statements stay off by default so that PgBouncer in transaction mode works. With
     ``lease_seconds``, the connection notices a dead server within a fraction of it.
     """
-    params = connection_params(using)
+    params = connection_params(database)
     if lease_seconds is not None:
         params.update(dead_peer_params(lease_seconds, params.get("options", "")))
     conn = await psycopg.AsyncConnection.connect(

@@ -56,14 +56,14 @@ class Database:
 
     def __init__(
         self,
-        using: str,
+        database: str,
         *,
         prepared_statements: bool,
         name: str,
         lease_seconds: float,
         outage: OutageLog | None = None,
     ) -> None:
-        self.using = using
+        self.database = database
         self.prepared_statements = prepared_statements
         self.name = name
         self.lease_seconds = lease_seconds
@@ -120,7 +120,7 @@ class Database:
             while self._conn is None or self._conn.closed:
                 try:
                     conn = await connect_async(
-                        self.using,
+                        self.database,
                         prepared_statements=self.prepared_statements,
                         lease_seconds=self.lease_seconds,
                     )

@@ -1,4 +1,4 @@
-"""The worker's limited claim: jobs held to concurrency caps or rate limits, claimed only as far
+"""The worker's flow claim: jobs held to concurrency caps or rate limits, claimed only as far
 as their limits allow, in one transaction that holds the limits' locks (see ``flow_candidates``
 in sql/flow.sql for why this is race-free)."""
 
@@ -22,7 +22,7 @@ _HOLDER_WAIT_MS = 1000
 
 
 class FlowClaimer:
-    """Claims limited jobs round-robin over flow partitions (one busy key cannot starve the
+    """Claims jobs held to limits round-robin over flow partitions (one busy key cannot starve the
     others), and knows when a job held back by a rate limit may start (``wake_at``)."""
 
     def __init__(
@@ -40,9 +40,10 @@ class FlowClaimer:
         self._contended: set[str] = set()
 
     async def claim(self, free: int) -> list[ClaimedJob]:
-        """Claim up to ``free`` limited jobs. When another claimer held some limits' locks, and
-        room is left, look again once its transaction is over: it may have read their usage
-        before a slot came free, and then nobody would take that slot until the next poll."""
+        """Claim up to ``free`` jobs held to limits. When another claimer held some limits'
+        locks, and room is left, look again once its transaction is over: it may have read their
+        usage before a slot came free, and then nobody would take that slot until the next
+        poll."""
         started_after = self._after
         claimed = await self.db.transaction(lambda conn: self._claim(conn, free), "flow claim")
         contended = self._contended
@@ -124,7 +125,7 @@ class FlowClaimer:
                 admission.ids,
                 worker_id=self.worker_id,
                 lease_seconds=self.lease_seconds,
-                limited=True,
+                flow_claim=True,
             ),
             conn,
         )

@@ -45,10 +45,10 @@ def run_now(backend: LeaseQueueBackend, declaration: Declaration) -> UUID | None
     or None when the previous run is unfinished and the policy is "skip". Does not move the
     schedule's ticks. Workers are woken when the caller's transaction commits."""
     fields = job_fields(backend, declaration)
-    using = backend.config.database
+    database = backend.config.database
     for _ in range(_RUN_NOW_ATTEMPTS):
         version = (
-            Schedule.objects.using(using)
+            Schedule.objects.using(database)
             .filter(task_path=declaration.task_path, retired=False)
             .values_list("version", flat=True)
             .first()
@@ -57,13 +57,13 @@ def run_now(backend: LeaseQueueBackend, declaration: Declaration) -> UUID | None
             break
         [job_id] = uuid7_strs(1)
         fired = protocol.execute(
-            fire_schedule(declaration, fields, job_id=job_id, version=version, tick=None), using
+            fire_schedule(declaration, fields, job_id=job_id, version=version, tick=None), database
         )
         if fired is None:
             continue
         if fired.job_id is not None:
             pair = [(fields.queue_name, str(fired.job_id))]
-            transaction.on_commit(partial(backend.wakeups.push, pair), using=using)
+            transaction.on_commit(partial(backend.wakeups.push, pair), using=database)
         return fired.job_id
     raise ScheduleChanged(
         f"Schedule {declaration.task_path} changed while running it now (retired, or fired "

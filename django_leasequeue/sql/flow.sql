@@ -1,7 +1,7 @@
--- Flow control. A limited claim is one transaction: flow_candidates takes the limits' locks (and
+-- Flow control. A flow claim is one transaction: flow_candidates takes the limits' locks (and
 -- says which it got), flow_usage then reads what those limits use (its snapshot starts after the
 -- locks, so every earlier claim under them is visible), then store_rate_buckets records the starts
--- the worker admitted and claim_by_ids (limited) claims them. Locks are transaction-level advisory
+-- the worker admitted and claim_by_ids (flow_claim) claims them. Locks are transaction-level advisory
 -- locks on (1279677507, hashtext(key)): a claimer that cannot take one skips those jobs instead of
 -- waiting. The holder may have read their usage before a slot came free, so a claimer that skipped
 -- some and has room left claims once more, in a new transaction that first waits for those locks
@@ -9,7 +9,7 @@
 -- poll.
 
 -- name: flow_candidates
--- Limited claim: the due heads of up to %(partitions)s::integer flow partitions after %(after)s, round-robin, with the locks taken on their limits.
+-- Flow claim: the due heads of up to %(partitions)s::integer flow partitions after %(after)s, round-robin, with the locks taken on their limits.
 WITH RECURSIVE partitions AS (
     (SELECT flow_key FROM leasequeue_job
      WHERE status IN ('queued', 'retrying') AND flow_key > %(after)s::text AND run_after <= now()
@@ -52,13 +52,13 @@ ORDER BY flow_key, priority DESC, run_after, id;
 SELECT set_config('lock_timeout', %(milliseconds)s::text, true);
 
 -- name: wait_for_flow_locks
--- Limited claim, after another claimer held these limits' locks: wait for each, in one order (no deadlock between two waiters), and hold them until the transaction ends.
+-- Flow claim, after another claimer held these limits' locks: wait for each, in one order (no deadlock between two waiters), and hold them until the transaction ends.
 SELECT count(pg_advisory_xact_lock(1279677507, lock_key)) AS locked
 FROM (SELECT DISTINCT hashtext(key) AS lock_key FROM unnest(%(keys)s::text[]) AS key
       ORDER BY lock_key) AS sorted;
 
 -- name: flow_usage
--- Limited claim and admin: running jobs per concurrency key and per capped queue, each rate bucket's next start, and now().
+-- Flow claim and admin: running jobs per concurrency key and per capped queue, each rate bucket's next start, and now().
 SELECT 'concurrency' AS kind, key,
        (SELECT count(*) FROM leasequeue_job
         WHERE status = 'running' AND concurrency_key = key AND lease_expires_at > now()) AS running,
@@ -76,7 +76,7 @@ SELECT 'rate', key, NULL, (SELECT tat FROM leasequeue_rate_bucket AS bucket WHER
 FROM unnest(%(rate_keys)s::text[]) AS keys(key);
 
 -- name: store_rate_buckets
--- Limited claim: the rate buckets' theoretical arrival times after the starts it admitted.
+-- Flow claim: the rate buckets' theoretical arrival times after the starts it admitted.
 INSERT INTO leasequeue_rate_bucket (key, tat)
 SELECT * FROM unnest(%(keys)s::text[], %(tats)s::timestamptz[])
 ON CONFLICT (key) DO UPDATE SET tat = excluded.tat;

@@ -66,7 +66,7 @@ COPY leasequeue_job (id, task_path, queue_name, priority, backend, args, kwargs,
 FROM STDIN;
 
 -- name: claim_by_ids
--- Compare-and-swap claim of these jobs if still claimable and due: unlimited ones (wakeup path), or also limited ones when %(limited)s (the limited claim, under its locks).
+-- Compare-and-swap claim of these jobs if still claimable and due: unlimited ones (wakeup path), or also ones held to limits when %(flow_claim)s (the flow claim, under its locks).
 UPDATE leasequeue_job
 SET status = 'running',
     worker_id = %(worker_id)s::text,
@@ -80,7 +80,7 @@ SET status = 'running',
 WHERE id = ANY(%(ids)s::uuid[])
   AND status IN ('queued', 'retrying')
   AND run_after <= now()
-  AND (flow_key IS NULL OR %(limited)s::boolean)
+  AND (flow_key IS NULL OR %(flow_claim)s::boolean)
   AND (expires_at IS NULL OR expires_at > now())
   AND queue_name || '' <> ALL(ARRAY(SELECT queue_name FROM leasequeue_paused_queue))
 RETURNING id, task_path, queue_name, priority, backend, args, kwargs, attempt, max_attempts,

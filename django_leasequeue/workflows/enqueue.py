@@ -50,15 +50,15 @@ def enqueue_workflow(workflow: "Workflow") -> WorkflowHandle:
                 "step is unique within its workflow)."
             )
     workflow_id = uuid7_strs(1)[0]
-    using = backend.config.database
-    with transaction.atomic(using=using):
+    database = backend.config.database
+    with transaction.atomic(using=database):
         if backpressure.capped(new_jobs, backend.config.queue_limits):
             backend.refuse_past_caps(new_jobs, resolved)
         created_at = protocol.execute(
             protocol.insert_workflow(workflow_id, workflow.name, backend.alias, len(new_jobs)),
-            using,
+            database,
         )["created_at"]
-        now = protocol.execute(protocol.database_now(), using)
+        now = protocol.execute(protocol.database_now(), database)
         protocol.copy_rows(
             "copy_steps",
             (
@@ -67,7 +67,7 @@ def enqueue_workflow(workflow: "Workflow") -> WorkflowHandle:
                 )
                 for index, (definition, job) in enumerate(zip(definitions, new_jobs, strict=True))
             ),
-            using,
+            database,
         )
         protocol.copy_rows(
             "copy_dependencies",
@@ -76,7 +76,7 @@ def enqueue_workflow(workflow: "Workflow") -> WorkflowHandle:
                 for child, step_parents in enumerate(parents)
                 for position, parent in enumerate(step_parents)
             ),
-            using,
+            database,
         )
         results = [
             build_result(
@@ -95,7 +95,7 @@ def enqueue_workflow(workflow: "Workflow") -> WorkflowHandle:
             for job, step_parents in zip(new_jobs, parents, strict=True)
             if not step_parents and (job.task.run_after is None or job.task.run_after <= now)
         ]
-        transaction.on_commit(partial(backend.committed, results, due), using=using)
+        transaction.on_commit(partial(backend.committed, results, due), using=database)
     return WorkflowHandle(
         workflow_id,
         backend_alias=backend.alias,

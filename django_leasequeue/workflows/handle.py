@@ -65,16 +65,16 @@ class WorkflowHandle:
         """Read the workflow's status and every step's result again."""
         from django_leasequeue.workflows.model import WorkflowRun
 
-        using = self._backend().config.database
-        row = WorkflowRun.objects.using(using).get(pk=self.id)
+        database = self._backend().config.database
+        row = WorkflowRun.objects.using(database).get(pk=self.id)
         self.name, self.status = row.name, WorkflowStatus(row.status)
         self.created_at, self.finished_at = row.created_at, row.finished_at
-        steps = row.steps.using(using).values_list("step_name", "id").order_by("id")
+        steps = row.steps.using(database).values_list("step_name", "id").order_by("id")
         self.step_ids = {str(name): str(job_id) for name, job_id in steps}
         by_id = {
             str(result_row["id"]): result_from_row(result_row)
             for result_row in protocol.execute(
-                protocol.job_results([UUID(job_id) for job_id in self.step_ids.values()]), using
+                protocol.job_results([UUID(job_id) for job_id in self.step_ids.values()]), database
             )
         }
         self.steps = {name: by_id[job_id] for name, job_id in self.step_ids.items()}

@@ -76,6 +76,19 @@ def test_fenced_block_that_raises_rolls_back_user_writes_and_completion(backend)
     assert Job.objects.get(pk=claimed.id).status == "running"
 
 
+def test_the_deprecated_using_names_still_reach_the_database(backend):
+    """``database`` names the alias; ``using=`` of ``fenced_atomic`` and ``fence.using`` stay
+    working, with a DeprecationWarning."""
+    claimed = claim_one(quick_retry.enqueue(1).id, "worker-a")
+    with pytest.warns(DeprecationWarning, match="database="):
+        fenced = fenced_atomic(claimed.lease, using="default")
+    with fenced as fence:
+        with pytest.warns(DeprecationWarning, match="FencedTransaction.database"):
+            assert fence.using == "default"
+        fence.complete("done")
+    assert Job.objects.get(pk=claimed.id).status == "succeeded"
+
+
 def test_heartbeat_answers_per_lease_in_one_statement(backend):
     kept, lost, cancelled = (claim_one(quick_retry.enqueue(i).id, "w") for i in range(3))
     Job.objects.filter(pk=lost.id).update(lease_version=99)  # another claim took it

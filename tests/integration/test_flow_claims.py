@@ -1,4 +1,4 @@
-"""The limited claim against the real database: caps hold under concurrent claimers, a slot comes
+"""The flow claim against the real database: caps hold under concurrent claimers, a slot comes
 back when its lease expires, a rate bucket spaces starts, and unlimited claims leave limited jobs
 alone."""
 
@@ -152,7 +152,7 @@ def test_a_rate_limit_spaces_starts_and_says_when_the_next_may_come(backend):
     assert bucket_key == "task:tests.flow_tasks.rated"
 
 
-def test_unlimited_claims_leave_limited_jobs_to_the_limited_claim(backend):
+def test_unlimited_claims_leave_limited_jobs_to_the_flow_claim(backend):
     limited = flow_tasks.capped.enqueue(1, 0).id
     plain = flow_tasks.unlimited.enqueue(1).id
     assert try_claim([limited]) == []
@@ -161,7 +161,7 @@ def test_unlimited_claims_leave_limited_jobs_to_the_limited_claim(backend):
     assert str(claimed.id) == limited
 
 
-def test_the_limited_claim_reads_a_handful_of_rows_of_a_big_backlog(backend):
+def test_the_flow_claim_reads_a_handful_of_rows_of_a_big_backlog(backend):
     """10,000 queued jobs of a concurrency=2 task: the claim walks the flow index (no sort of the
     backlog), reading a few rows per partition."""
     backend.enqueue_many([(flow_tasks.capped, (n, 0), {}) for n in range(10_000)])

@@ -78,10 +78,10 @@ def test_a_paused_queue_is_skipped_by_every_claim_path(backend):
     )
     assert str(limited) not in {str(job.id) for job in candidates.jobs}
     with transaction.atomic():
-        limited_claim = protocol.claim_by_ids(
-            [limited], worker_id="w", lease_seconds=30, limited=True
+        flow_claim = protocol.claim_by_ids(
+            [limited], worker_id="w", lease_seconds=30, flow_claim=True
         )
-        assert protocol.execute(limited_claim) == []
+        assert protocol.execute(flow_claim) == []
 
     backend.resume_queue("other")
     assert {str(job.id) for job in try_claim_batch(["other"])} == set(paused_jobs)

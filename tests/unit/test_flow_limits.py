@@ -1,4 +1,4 @@
-"""Parsing of flow-control limits, and the admission rule a limited claim applies."""
+"""Parsing of flow-control limits, and the admission rule a flow claim applies."""
 
 import uuid
 from datetime import UTC, datetime, timedelta
