@@ -38,7 +38,7 @@ def recent_matches(user) -> list[dict[str, Any]]:
 def admin_jobs_url() -> str:
     """The admin's job list (lease state), or the admin index when jobs are not registered."""
     try:
-        return reverse("admin:django_leasequeue_job_changelist")
+        return reverse("admin:leasequeue_job_changelist")
     except NoReverseMatch:
         return reverse("admin:index")
 

@@ -144,3 +144,9 @@ def test_the_page_shows_a_progress_bar_per_job(signed_in, user):
     for job in match_jobs(user):
         assert str(job.id) in page
     assert "Jobs in the admin" in page
+
+
+@demo_urls
+def test_the_admin_link_goes_to_the_job_list(signed_in):
+    page = signed_in.get("/").content.decode()
+    assert '<a href="/admin/leasequeue/job/">Jobs in the admin' in page
