@@ -619,6 +619,11 @@ def prune_finished(
     )
 
 
+def prune_workflows(*, older_than_seconds: float, limit: int) -> Statement[int]:
+    """Delete one batch of old finished workflows left without steps; returns how many went."""
+    return _statement("prune_workflows", len, older_than_seconds=older_than_seconds, limit=limit)
+
+
 def _swept(rows: list[Row]) -> list[SweptJob]:
     return [SweptJob(**row) for row in rows]
 

@@ -66,3 +66,15 @@ def prune(
             on_progress(Progress(deleted, total, time.monotonic() - began))
         if count < batch:
             return deleted
+
+
+def prune_workflows(database: str, *, older_than_seconds: float, batch: int) -> int:
+    """Delete finished workflows older than the cutoff whose steps are all gone (run after
+    ``prune``, which deletes the steps with the other jobs); returns how many went."""
+    statement = protocol.prune_workflows(older_than_seconds=older_than_seconds, limit=batch)
+    deleted = 0
+    while True:
+        count = protocol.execute(statement, database)
+        deleted += count
+        if count < batch:
+            return deleted

@@ -69,6 +69,19 @@ WHERE id IN (
 )
 RETURNING id;
 
+-- name: prune_workflows
+-- Delete up to %(limit)s workflows that ended before the cutoff and have no steps left (prune_finished took them): nothing refers to them any more.
+DELETE FROM leasequeue_workflow
+WHERE id IN (
+    SELECT id FROM leasequeue_workflow AS workflow
+    WHERE status <> 'running'
+      AND finished_at < now() - make_interval(secs => %(older_than_seconds)s::float8)
+      AND NOT EXISTS (SELECT 1 FROM leasequeue_job WHERE workflow_id = workflow.id)
+    LIMIT %(limit)s::integer
+    FOR UPDATE SKIP LOCKED
+)
+RETURNING id;
+
 -- name: count_prunable
 -- How many jobs prune_finished would delete (prunejobs' progress in a terminal; the finished index).
 SELECT count(*) AS prunable FROM leasequeue_job AS job

@@ -60,12 +60,16 @@ class StepDependency(models.Model):
 
     id = models.BigAutoField(primary_key=True)
     parent = models.ForeignKey(
-        "leasequeue.Job", models.CASCADE, related_name="dependencies_as_parent",
+        "leasequeue.Job",
+        models.CASCADE,
+        related_name="dependencies_as_parent",
         db_constraint=False,
         db_index=False,  # the Meta indexes below cover it
     )
     child = models.ForeignKey(
-        "leasequeue.Job", models.CASCADE, related_name="dependencies_as_child",
+        "leasequeue.Job",
+        models.CASCADE,
+        related_name="dependencies_as_child",
         db_constraint=False,
         db_index=False,  # the Meta indexes below cover it
     )

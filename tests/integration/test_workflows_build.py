@@ -185,3 +185,33 @@ def test_a_released_step_keeps_a_later_run_after_of_its_own():
     _set_status(_steps(handle)["fetch"], "succeeded")
     released = _steps(handle)["length"]
     assert (released.status, released.run_after) == ("queued", later)
+
+
+def test_prunejobs_deletes_a_finished_workflow_once_its_steps_are_gone():
+    from datetime import timedelta
+    from io import StringIO
+
+    from django.core.management import call_command
+    from django.utils import timezone
+
+    month_ago = timezone.now() - timedelta(days=30)
+    old, recent, kept_step = (chain(step(fetch, "a"), step(length)).enqueue() for _ in range(3))
+    for handle in (old, recent, kept_step):
+        for job in _steps(handle).values():
+            _set_status(job, "succeeded")
+    WorkflowRun.objects.filter(pk__in=[old.id, kept_step.id]).update(finished_at=month_ago)
+    WorkflowRun.objects.filter(pk=recent.id).update(finished_at=timezone.now())
+    Job.objects.filter(workflow_id__in=[old.id, recent.id]).update(finished_at=month_ago)
+    # One step of kept_step ended recently: it stays, and so does its workflow.
+    Job.objects.filter(workflow_id=kept_step.id, step_name="fetch").update(finished_at=month_ago)
+    Job.objects.filter(workflow_id=kept_step.id, step_name="length").update(
+        finished_at=timezone.now()
+    )
+    out = StringIO()
+    call_command("prunejobs", "--days", "7", stdout=out)
+    assert out.getvalue().splitlines() == [
+        "Deleted 5 finished jobs older than 7 days.",
+        "Deleted 1 finished workflow left without steps.",
+    ]
+    left = {str(pk) for pk in WorkflowRun.objects.values_list("pk", flat=True)}
+    assert left == {str(recent.id), str(kept_step.id)}

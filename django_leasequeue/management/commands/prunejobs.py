@@ -13,7 +13,10 @@ from django_leasequeue.tasks_framework import InvalidTaskBackend
 
 
 class Command(BaseCommand):
-    help = "Delete finished jobs (succeeded, failed, cancelled) older than --days, in batches."
+    help = (
+        "Delete finished jobs (succeeded, failed, cancelled) older than --days, in batches, "
+        "then the finished workflows left without steps."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
@@ -50,8 +53,17 @@ class Command(BaseCommand):
         )
         if progress is not None:
             progress.end()
+        workflows = pruning.prune_workflows(
+            backend.config.database,
+            older_than_seconds=options["days"] * 86400,
+            batch=options["batch"],
+        )
         jobs, days = _count(deleted, "finished job"), _count(options["days"], "day")
         self.stdout.write(f"Deleted {jobs} older than {days}.")
+        if workflows:
+            self.stdout.write(
+                f"Deleted {_count(workflows, 'finished workflow')} left without steps."
+            )
 
 
 def _count(number: float, noun: str) -> str:
