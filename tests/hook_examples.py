@@ -26,7 +26,8 @@ def record(**fields: Any) -> None:
 
 def read_log(path: Any) -> list[dict[str, Any]]:
     try:
-        text = open(path).read()
+        with open(path) as log:
+            text = log.read()
     except FileNotFoundError:
         return []
     return [json.loads(line) for line in text.splitlines() if line.strip()]

@@ -53,7 +53,8 @@ def test_using_meta_is_stored_and_claimed_on_every_claim_path(backend):
     [claimed] = try_claim([one.id])
     assert claimed.meta == {"request_id": "r-1", "nested": [1, {"a": None}]}
     add.using(meta={"polled": True}).enqueue(3, 4)
-    assert [job.meta for job in try_claim_batch()] == [{}, {"polled": True}]
+    # The order a batch's rows come back in is the join's, not the claim's.
+    assert sorted(job.meta.get("polled", False) for job in try_claim_batch()) == [False, True]
 
 
 def test_meta_travels_through_a_batch_and_through_copy(backend):
@@ -86,11 +87,8 @@ def test_before_enqueue_adds_to_meta_on_every_path(hooked, tenant):
     assert [job.meta for job in steps] == [{"tenant": "acme", "seen": True}] * 2
     declaration = declaration_of(tick)
     now = protocol.execute(database_now())
-    protocol.execute(
-        sync_schedules(
-            "default", [declaration], [next(iter(declaration.timing.ticks_after(now)))], now
-        )
-    )
+    first_tick = next(iter(declaration.timing.ticks_after(now)))
+    protocol.execute(sync_schedules("default", [declaration], [first_tick], now))
     job_id = run_now(hooked, declaration)
     assert Job.objects.get(pk=job_id).meta == {"tenant": "acme", "seen": True}
 
