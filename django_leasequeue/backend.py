@@ -5,7 +5,7 @@ import json
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from functools import partial
+from functools import cached_property, partial
 from typing import Any, NamedTuple
 from uuid import UUID
 
@@ -20,9 +20,10 @@ from django_leasequeue.control import options as queue_control
 from django_leasequeue.control import pausing
 from django_leasequeue.control.statements import lock_unique_keys
 from django_leasequeue.enqueue_checks import check_arguments, check_importable
-from django_leasequeue.exceptions import InvalidTaskArguments
+from django_leasequeue.exceptions import InvalidTaskArguments, UnstorableValue
 from django_leasequeue.flow import backpressure
 from django_leasequeue.flow.limits import JobLimits, LimitError, TaskLimits
+from django_leasequeue.hooks import Hooks, hook_paths, load_hooks
 from django_leasequeue.ids import uuid7_strs
 from django_leasequeue.metrics import counters as metrics
 from django_leasequeue.protocol import NewJob
@@ -84,6 +85,12 @@ class LeaseQueueBackend(BaseTaskBackend):
         super().__init__(alias, params)
         self.config = BackendConfig.from_options(self.options, self.queues)
         self.wakeups = Wakeups(self.config.redis_alias, self.config.key_prefix)
+
+    @cached_property
+    def hooks(self) -> Hooks:
+        """The configured hooks (OpenTelemetry's first when enabled), imported once per process
+        at first use; raises ImproperlyConfigured for a path check ``leasequeue.E030`` refuses."""
+        return load_hooks(hook_paths(self.config.hooks, self.config.opentelemetry))
 
     def validate_task(self, task: Task) -> None:
         super().validate_task(task)
@@ -158,19 +165,27 @@ class LeaseQueueBackend(BaseTaskBackend):
             if run_after is None or run_after <= now:
                 due.append((job.task.queue_name, job.id))
 
-        # One INSERT (one round trip) for keyed or limited jobs and for small batches; COPY,
-        # several times faster per row but two round trips, for the other jobs of a large batch.
-        small = len(new_jobs) < COPY_FROM
-        inserts = [
-            (i, job)
-            for i, job in enumerate(new_jobs)
-            if small or job.unique_key is not None or job.limits is not None
-        ]
         capped = backpressure.capped(new_jobs, self.config.queue_limits)
         held_for = [job.unique_key for job in new_jobs if job.unique_for and job.unique_key]
+        hooked = bool(self.hooks.before_enqueue)
         # A capped enqueue counts and inserts under its caps' locks, and keys held for a period
-        # are looked up under their locks, in one transaction.
-        with transaction.atomic(using=database) if capped or held_for else contextlib.nullcontext():
+        # are looked up under their locks, in one transaction; hooks run in it too.
+        with (
+            transaction.atomic(using=database)
+            if capped or held_for or hooked
+            else contextlib.nullcontext()
+        ):
+            if hooked or any(job.meta for job in new_jobs):
+                new_jobs = self.with_meta(new_jobs)
+            # One INSERT (one round trip) for keyed or limited jobs and for small batches; COPY,
+            # several times faster per row but two round trips, for the other jobs of a large
+            # batch.
+            small = len(new_jobs) < COPY_FROM
+            inserts = [
+                (i, job)
+                for i, job in enumerate(new_jobs)
+                if small or job.unique_key is not None or job.limits is not None
+            ]
             if held_for:
                 protocol.execute(lock_unique_keys(held_for), database)
             if capped:
@@ -197,6 +212,29 @@ class LeaseQueueBackend(BaseTaskBackend):
         if enqueued:
             transaction.on_commit(partial(self.committed, enqueued, due), using=database)
         return results  # type: ignore[return-value]  # every slot is filled above
+
+    def with_meta(self, new_jobs: list[NewJob]) -> list[NewJob]:
+        """The jobs after every hook's ``before_enqueue`` (which may add to ``job.meta``), each
+        with its meta checked and encoded; raises InvalidTaskArguments naming a meta that cannot
+        be stored. Call inside the enqueue's transaction: a hook may write, and may raise."""
+        self.hooks.run_before_enqueue(new_jobs)
+        return [
+            job._replace(meta_json=self._meta_json(job.task_path, job.meta)) if job.meta else job
+            for job in new_jobs
+        ]
+
+    def _meta_json(self, task_path: str, meta: Any) -> str:
+        if not isinstance(meta, dict):
+            raise InvalidTaskArguments(
+                f"Cannot enqueue {task_path}: meta must be a dict, not {type(meta).__name__}."
+            )
+        try:
+            return jsonargs.encode(meta, "meta", self.config.max_argument_bytes)
+        except UnstorableValue as exc:
+            where = f" at meta{exc.where}" if exc.where.startswith("[") else ""
+            raise InvalidTaskArguments(
+                f"Cannot enqueue {task_path}: its meta cannot be stored ({exc.problem}{where})."
+            ) from None
 
     def refuse_past_caps(
         self, new_jobs: list[NewJob], resolved: dict[int, "_TaskDefaults"]
@@ -263,6 +301,7 @@ class LeaseQueueBackend(BaseTaskBackend):
             self._job_limits(defaults, task, args, kwargs) if defaults.flow else None,
             defaults.expires_after,
             defaults.unique_for,
+            dict(meta) if (meta := getattr(task, "meta", None)) else {},
         )
 
     def _job_limits(

@@ -9,6 +9,7 @@ from django.core.checks import CheckMessage, Error, Warning
 from django.db import connections
 
 from django_leasequeue.conf import BackendConfig
+from django_leasequeue.hooks import hook_problem, opentelemetry_available
 from django_leasequeue.metrics import client as metrics_client
 from django_leasequeue.schedules.declaration import InvalidScheduledCall, declaration_of
 from django_leasequeue.schedules.discovery import scheduled_tasks
@@ -58,6 +59,31 @@ def check_backend(alias: str, config: BackendConfig) -> list[CheckMessage]:
                 f"{where} OPTIONS {problem}",
                 hint=f"Each worker process i serves on metrics_port + i, up to {MAX_PORT}.",
                 id="leasequeue.E007",
+            )
+        )
+    messages.extend(check_hooks(where, config))
+    return messages
+
+
+def check_hooks(where: str, config: BackendConfig) -> list[CheckMessage]:
+    """E030: each hook path imports and names a class with a hook method; E031: the
+    ``opentelemetry`` option with the OpenTelemetry API installed."""
+    messages: list[CheckMessage] = [
+        Error(
+            f"{where} OPTIONS hooks: {path!r} {problem}.",
+            hint="Each hook is the dotted path of a class defining before_enqueue, wrap_run, "
+            "after_finish or aafter_finish (docs/observability.md).",
+            id="leasequeue.E030",
+        )
+        for path in config.hooks
+        if (problem := hook_problem(path)) is not None
+    ]
+    if config.opentelemetry and not opentelemetry_available():
+        messages.append(
+            Error(
+                f"{where} OPTIONS opentelemetry is True, but opentelemetry-api is not installed.",
+                hint="pip install 'django-leasequeue[otel]', or remove the option.",
+                id="leasequeue.E031",
             )
         )
     return messages

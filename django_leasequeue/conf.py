@@ -61,6 +61,11 @@ class BackendConfig:
     # Each worker process serves its own metrics on this port plus its index; None = not served
     # (use prometheus-client's multiprocess mode instead, docs/operations.md).
     metrics_port: int | None = None
+    # Dotted paths of hook classes (django_leasequeue.hooks), in the order they run; each is
+    # checked by leasequeue.E030 and imported once per process.
+    hooks: tuple[str, ...] = ()
+    # Traces from the enqueue to each attempt (docs/observability.md); needs the [otel] extra.
+    opentelemetry: bool = False
 
     @classmethod
     def from_options(cls, options: dict[str, Any], queues: Collection[str] = ()) -> Self:
@@ -78,8 +83,10 @@ class BackendConfig:
                 options["queue_limits"] = parse_queue_limits(options["queue_limits"], set(queues))
             except LimitError as exc:
                 raise ImproperlyConfigured(f"leasequeue OPTIONS: {exc}") from None
+        if "hooks" in options:
+            options["hooks"] = _hook_paths(options["hooks"])
         for name, value in options.items():
-            if name == "queue_limits":
+            if name in ("queue_limits", "hooks"):
                 continue
             problem = _value_problem(name, value, known[name].default)
             if problem:
@@ -93,6 +100,16 @@ class BackendConfig:
                 f"half of lease_seconds ({opts.lease_seconds}), or leases expire between beats."
             )
         return opts
+
+
+def _hook_paths(value: Any) -> tuple[str, ...]:
+    """``hooks`` as a tuple of dotted paths (whether they import is a system check's job)."""
+    if isinstance(value, list | tuple) and all(isinstance(p, str) and p for p in value):
+        return tuple(value)
+    raise ImproperlyConfigured(
+        f"leasequeue OPTIONS['hooks'] = {value!r} is invalid: expected a list of dotted paths "
+        "to hook classes."
+    )
 
 
 # Options whose None means "none" (no Redis, no limit).

@@ -122,6 +122,10 @@ class Job(models.Model):
     snoozes = models.PositiveIntegerField(db_default=0)
     unique_until = models.DateTimeField(null=True, blank=True)
 
+    # Metadata carried from the enqueue to every attempt (``.using(meta=...)``, hooks'
+    # ``before_enqueue``; the OpenTelemetry trace context): a JSON object, read as context.meta.
+    meta = models.JSONField(db_default=Value({}, models.JSONField()), blank=True)
+
     class Meta:
         verbose_name = _("job")
         verbose_name_plural = _("jobs")

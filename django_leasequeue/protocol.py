@@ -8,7 +8,7 @@ a fenced step returns False (or None) when the lease was lost, and nothing was w
 
 import json
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 from uuid import UUID
@@ -65,6 +65,14 @@ class NewJob(NamedTuple):
     expires_after: float | None = None
     # Seconds from the enqueue for which its unique key is held whatever its status.
     unique_for: float | None = None
+    # The job's metadata: ``.using(meta=...)``, then what ``before_enqueue`` hooks add to it
+    # (a dict of its own per job), and its JSON once checked (``jsonargs.encode``).
+    meta: dict[str, Any] | None = None
+    meta_json: str = "{}"
+
+    @property
+    def queue_name(self) -> str:
+        return self.task.queue_name
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +105,8 @@ class ClaimedJob:
     has_dependents: bool = False
     # Why the row could not be decoded (the job is then failed, never run), or None.
     problem: str | None = None
+    # What the enqueue stored with the job (``.using(meta=...)``, hooks, the trace context).
+    meta: dict[str, Any] = field(default_factory=dict)
 
     @property
     def id(self) -> UUID:
@@ -112,6 +122,8 @@ class ClaimedJob:
             problem = _shape_problem(decoded.get("args"), decoded.get("kwargs"))
         except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
             problem = f"cannot be decoded ({type(exc).__name__}: {str(exc)[:200]})"
+        if problem is None and not isinstance(decoded.get("meta", {}), dict):
+            problem = f"has meta of type {type(decoded['meta']).__name__}, not an object"
         if problem is None:
             return cls(
                 lease=lease,
@@ -120,6 +132,7 @@ class ClaimedJob:
                 checkpoint=decoded.get("checkpoint"),
                 worker_ids=decoded["worker_ids"],
                 errors=decoded["errors"],
+                meta=decoded.get("meta") or {},
                 **row,
             )
         sizes = ", ".join(f"{name} {len(text or ''):,} bytes" for name, text in raw.items())
@@ -172,7 +185,7 @@ class SweptJob:
     task_path: str
 
 
-_JSON_COLUMNS = ("args", "kwargs", "checkpoint", "worker_ids", "errors")
+_JSON_COLUMNS = ("args", "kwargs", "checkpoint", "worker_ids", "errors", "meta")
 _EMPTY = {"[]": list, "{}": dict}
 
 
@@ -228,6 +241,7 @@ def enqueue(jobs: Sequence[NewJob]) -> Statement[dict[str, Row]]:
             unique_key=job.unique_key,
             expires_after=job.expires_after,
             unique_for=job.unique_for,
+            meta=job.meta_json,
             **limit_columns(job.limits),
         )
     limits = [limit_columns(job.limits) for job in jobs]
@@ -252,6 +266,7 @@ def enqueue(jobs: Sequence[NewJob]) -> Statement[dict[str, Row]]:
         pending_keys=[columns["pending_key"] for columns in limits],
         expires_afters=[job.expires_after for job in jobs],
         unique_fors=[job.unique_for for job in jobs],
+        metas=[job.meta_json for job in jobs],
     )
 
 
@@ -310,6 +325,7 @@ class JobCopy:
                 None
                 if job.expires_after is None
                 else run_after + timedelta(seconds=job.expires_after),
+                job.meta_json,
             )
         )
 

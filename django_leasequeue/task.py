@@ -1,7 +1,7 @@
 """``LeaseTask``: Django's ``Task`` plus the options Django's ``@task`` lacks."""
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any, Literal, overload
 
@@ -62,6 +62,9 @@ class LeaseTask(Task):
     every: timedelta | None = None
     overlap: Overlap | None = None
     catch_up: int | None = None
+    # Metadata stored with each job (``.using(meta={...})``), read in the worker as
+    # ``context.meta``; hooks' ``before_enqueue`` may add to it. Not hashed: a dict.
+    meta: dict[str, Any] | None = field(default=None, hash=False)
 
     @property
     def is_scheduled(self) -> bool:
@@ -86,13 +89,16 @@ class LeaseTask(Task):
         unique_key: UniqueKey = None,
         expires_after: Duration = None,
         unique_for: Duration = None,
+        meta: Mapping[str, Any] | None = None,
         **limits: Any,
     ) -> "LeaseTask":
         """Create a new task with modified defaults (Django's options plus ours, flow-control
-        limits included)."""
+        limits included). ``meta`` replaces the task's metadata (a dict of JSON values)."""
         unknown = sorted(set(limits) - set(FLOW_OPTIONS))
         if unknown:
             raise TypeError(f"using() got unknown options {unknown}.")
+        if meta is not None and not isinstance(meta, Mapping):
+            raise TypeError(f"using(meta=...) takes a dict, not {type(meta).__name__}.")
         # Django's using() returns a modified copy of self: a LeaseTask here.
         task: LeaseTask = Task.using(  # type: ignore[assignment]
             self, priority=priority, queue_name=queue_name, run_after=run_after, backend=backend
@@ -104,6 +110,7 @@ class LeaseTask(Task):
             "unique_key": unique_key,
             "expires_after": expires_after,
             "unique_for": unique_for,
+            "meta": None if meta is None else dict(meta),
             **limits,
         }
         changes = {name: value for name, value in extra.items() if value is not None}

@@ -37,6 +37,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Each request's id, carried into the jobs it enqueues (RequestIdHook below).
+    "example_project.matching.request_ids.RequestIdMiddleware",
 ]
 ROOT_URLCONF = "example_project.urls"
 ASGI_APPLICATION = "example_project.asgi.application"
@@ -83,7 +85,13 @@ TASKS = {
     "default": {
         "BACKEND": "django_leasequeue.backend.LeaseQueueBackend",
         "QUEUES": ["default"],
-        "OPTIONS": {"key_prefix": "demo", "lease_seconds": 15, "heartbeat_seconds": 3},
+        "OPTIONS": {
+            "key_prefix": "demo",
+            "lease_seconds": 15,
+            "heartbeat_seconds": 3,
+            # The request id from the view to the job's log lines (docs/observability.md).
+            "hooks": ["example_project.matching.request_ids.RequestIdHook"],
+        },
     }
 }
 

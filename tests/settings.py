@@ -105,3 +105,22 @@ CHANNEL_LAYERS = {
         },
     }
 }
+
+# The structured-logging test's workers write JSON lines here (tests/json_logs.py), beside
+# runworkers' own stderr lines.
+if os.environ.get("LEASEQUEUE_TEST_JSON_LOG"):
+    LOGGING = {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"json": {"()": "tests.json_logs.JsonFormatter"}},
+        "handlers": {
+            "json": {
+                "class": "logging.FileHandler",
+                "filename": os.environ["LEASEQUEUE_TEST_JSON_LOG"],
+                "formatter": "json",
+            }
+        },
+        "loggers": {
+            name: {"handlers": ["json"], "level": "INFO"} for name in ("django_leasequeue", "tests")
+        },
+    }

@@ -33,6 +33,11 @@ class JobContext(TaskContext):  # type: ignore[misc]  # django-stubs: not frozen
         return self.handle.job.id
 
     @property
+    def meta(self) -> dict[str, Any]:
+        """The metadata stored with the job at enqueue (``.using(meta=...)``, hooks)."""
+        return self.handle.job.meta
+
+    @property
     def last_checkpoint(self) -> Any:
         """What the latest checkpoint saved, in this attempt or an earlier one (or None)."""
         return self.handle.checkpoint

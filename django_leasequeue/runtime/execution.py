@@ -1,10 +1,11 @@
 """Run one claimed job: resolve its task, check its arguments, call it, classify the outcome."""
 
 import asyncio
+import contextvars
 import functools
 import inspect
 import traceback
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -19,6 +20,7 @@ from django_leasequeue.exceptions import (
     UnknownTask,
     UnstorableValue,
 )
+from django_leasequeue.hooks import acall_wrapped, call_wrapped
 from django_leasequeue.protocol import ClaimedJob
 from django_leasequeue.results import task_for_path
 from django_leasequeue.runtime.threads import JobThreads
@@ -100,6 +102,7 @@ async def run_attempt(
     context: Any,
     threads: JobThreads,
     max_result_bytes: int | None = None,
+    wrappers: Sequence[tuple[str, Callable[[Any, Any], Any]]] = (),
 ) -> Outcome:
     """Call the task (coroutines on this loop, functions in ``threads``) within its timeout.
 
@@ -108,12 +111,18 @@ async def run_attempt(
     retry; so does a checkpoint or progress report the task tried to save (``UnstorableValue``),
     even if the task caught it and went on.
 
+    ``wrappers``: the hooks' ``wrap_run`` (``hooks.call_wrapped``), around the call in a sync
+    task's thread, around the call and its timeout on the loop for an async task (so that they
+    see a timeout as TimeoutError).
+
     Cancellation (lease lost, cancel requested, shutdown) propagates to the caller.
     """
     args = _call_args(task, context, job)
     kwargs = call_kwargs(task, job.kwargs)
     try:
-        if job.timeout_seconds is None:
+        if wrappers:
+            value = await _call_wrapped(task.func, args, kwargs, threads, job, context, wrappers)
+        elif job.timeout_seconds is None:
             value = await _call(task.func, args, kwargs, threads)
         else:
             async with asyncio.timeout(job.timeout_seconds):
@@ -137,13 +146,48 @@ async def run_attempt(
     return Outcome(result_json=result_json, return_value=value)
 
 
+async def _call_wrapped(
+    func: Callable[..., Any],
+    args: list[Any],
+    kwargs: dict[str, Any],
+    threads: JobThreads,
+    job: ClaimedJob,
+    context: Any,
+    wrappers: Sequence[tuple[str, Callable[[Any, Any], Any]]],
+) -> Any:
+    """``_call`` within its timeout, inside the hooks' ``wrap_run``: on the loop around the
+    timeout for an async task, in the thread around the function for a sync one."""
+    seconds = job.timeout_seconds
+    if _is_async(func):
+
+        async def timed() -> Any:
+            return await _timed(seconds, func(*args, **kwargs))
+
+        return await acall_wrapped(wrappers, job, context, timed)
+    call = partial(_call_in_thread, func, args, kwargs)
+    wrapped = partial(call_wrapped, wrappers, job, context, call)
+    return await _timed(seconds, _in_thread(wrapped, threads))
+
+
+async def _timed(seconds: float | None, call: Awaitable[Any]) -> Any:
+    if seconds is None:
+        return await call
+    async with asyncio.timeout(seconds):
+        return await call
+
+
 async def _call(
     func: Callable[..., Any], args: list[Any], kwargs: dict[str, Any], threads: JobThreads
 ) -> Any:
     """Await a coroutine function on this loop; run a plain function in ``threads``."""
     if _is_async(func):
         return await func(*args, **kwargs)
-    return await threads.run(partial(_call_in_thread, func, args, kwargs))
+    return await _in_thread(partial(_call_in_thread, func, args, kwargs), threads)
+
+
+def _in_thread(call: Callable[[], Any], threads: JobThreads) -> Awaitable[Any]:
+    """Run ``call`` in ``threads``, in a copy of this context (the job's, for its logs)."""
+    return threads.run(partial(contextvars.copy_context().run, call))
 
 
 def _call_in_thread(func: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]) -> Any:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 import psycopg
 
 from django_leasequeue import protocol
+from django_leasequeue.runtime import job_logging
 from django_leasequeue.runtime.database import Database
 from django_leasequeue.runtime.handle import JobHandle, StopReason
 
@@ -126,5 +127,6 @@ class Heartbeat:
         stop at their own deadline."""
         for handle in list(self.in_flight.values()):
             if handle.stop_reason is None and handle.fence_deadline <= now:
-                logger.warning("Job %s: lease not renewed in time; stopping it.", handle.job.id)
+                with job_logging.about(job_logging.fields_of(handle.job)):
+                    logger.warning("Job %s: lease not renewed in time; stopping it.", handle.job.id)
                 handle.stop(StopReason.LEASE_LOST)

@@ -14,6 +14,7 @@ from django_leasequeue import protocol
 from django_leasequeue.conf import BackendConfig
 from django_leasequeue.control.statements import expire_doomed, snooze
 from django_leasequeue.exceptions import TooManySnoozes, UnstorableValue
+from django_leasequeue.hooks import FinishOutcome
 from django_leasequeue.jsonargs import escaped_text
 from django_leasequeue.metrics import counters as metrics
 from django_leasequeue.protocol import ClaimedJob
@@ -78,14 +79,16 @@ class OutcomeRecorder:
             self.task_signals.emit(task_started, running)
         return running
 
-    async def record(self, handle: JobHandle, task: Task | None, outcome: Outcome) -> None:
-        """Write the attempt's outcome (``task`` is None when the job could not be resolved)."""
+    async def record(
+        self, handle: JobHandle, task: Task | None, outcome: Outcome
+    ) -> FinishOutcome | None:
+        """Write the attempt's outcome (``task`` is None when the job could not be resolved);
+        returns it, as hooks' ``after_finish`` get it, or None when the lease was lost."""
         job = handle.job
         applied = False
         seconds = outcome.snooze_seconds
         if seconds is not None and task is not None and not handle.completed_in_fence:
-            await self._snooze(handle, task, seconds)
-            return
+            return await self._snooze(handle, task, seconds)
         if handle.completed_in_fence:
             applied, status = True, JobStatus.SUCCEEDED
         elif outcome.succeeded:
@@ -120,7 +123,7 @@ class OutcomeRecorder:
         if not applied:
             logger.warning("Job %s: lease lost before its outcome was written; discarded.", job.id)
             metrics.stale_write(job.queue_name, job.task_path)
-            return
+            return None
         if job.has_dependents and status != JobStatus.RETRYING:
             self.released_steps.add(job.id)
         if task is not None:
@@ -128,8 +131,9 @@ class OutcomeRecorder:
         else:
             metrics.finished(job.queue_name, job.task_path, status, handle.run_seconds())
             await handle.publish({"kind": "status", "status": status})
+        return FinishOutcome(status)
 
-    async def _snooze(self, handle: JobHandle, task: Task, seconds: float) -> None:
+    async def _snooze(self, handle: JobHandle, task: Task, seconds: float) -> FinishOutcome | None:
         """Write a snooze: the job queued again in ``seconds``, its attempt not counted (or
         failed past ``max_snoozes``, cancelled if a cancel was requested)."""
         job = handle.job
@@ -138,7 +142,7 @@ class OutcomeRecorder:
         if snoozed is None:
             logger.warning("Job %s: lease lost before its snooze was written; discarded.", job.id)
             metrics.stale_write(job.queue_name, job.task_path)
-            return
+            return None
         status = JobStatus(snoozed.status)
         outcome = None
         if status == JobStatus.QUEUED:
@@ -154,10 +158,11 @@ class OutcomeRecorder:
         if status == JobStatus.QUEUED:
             metrics.finished(job.queue_name, job.task_path, status, handle.run_seconds())
             await handle.publish({"kind": "status", "status": status})
-            return
+            return FinishOutcome.SNOOZED
         if job.has_dependents:  # ended (failed, expired or cancelled): its children may be due
             self.released_steps.add(job.id)
         await self._finished(handle, task, status, outcome)
+        return FinishOutcome(status)
 
     async def _expire_doomed(self, job: ClaimedJob, what: str) -> bool:
         """End expired a job whose ``what`` (retry, snooze) was set past its expiry."""
@@ -169,12 +174,14 @@ class OutcomeRecorder:
         metrics.expired(job.queue_name, job.task_path, also_failed=False)  # _finished counts it
         return True
 
-    async def record_stop(self, handle: JobHandle, task: Task) -> None:
+    async def record_stop(self, handle: JobHandle, task: Task) -> FinishOutcome | None:
         """Write what a stopped job's ``stop_reason`` asks for: nothing when its lease was lost,
-        cancelled when a cancel was requested, else (shutdown) hand it back to another worker."""
+        cancelled when a cancel was requested, else (shutdown) hand it back to another worker.
+        Returns the outcome written, as ``record`` (None: lost, or handed back)."""
         job = handle.job
         if handle.completed_in_fence:
             await self._finished(handle, task, JobStatus.SUCCEEDED)
+            return FinishOutcome.SUCCEEDED
         elif handle.stop_reason == StopReason.LEASE_LOST:
             logger.warning("Job %s: lease lost; its outcome is discarded.", job.id)
         elif handle.stop_reason == StopReason.CANCEL_REQUESTED:
@@ -183,12 +190,14 @@ class OutcomeRecorder:
                 if job.has_dependents:
                     self.released_steps.add(job.id)
                 await self._finished(handle, task, JobStatus.CANCELLED)
+                return FinishOutcome.CANCELLED
         elif await self.db.run(protocol.hand_back(handle.lease)):
             logger.info("Job %s: handed back for another worker (shutdown).", job.id)
             await asyncio.get_running_loop().run_in_executor(
                 self.redis_calls, self.wakeups.push, [(job.queue_name, str(job.id))]
             )
             await handle.publish({"kind": "status", "status": JobStatus.RETRYING})
+        return None
 
     async def _fail(self, handle: JobHandle, outcome: Outcome) -> protocol.FailOutcome | None:
         """Record a failed attempt. Should PostgreSQL refuse the error itself, record that

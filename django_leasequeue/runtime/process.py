@@ -7,6 +7,7 @@ import signal
 import sys
 from multiprocessing.connection import Connection
 
+from django_leasequeue.runtime import job_logging
 from django_leasequeue.runtime.config import WorkerConfig
 from django_leasequeue.runtime.logs import configure_logging
 from django_leasequeue.runtime.startup import GAVE_UP_WAITING, STARTUP_FAILED, StartupReporter
@@ -33,6 +34,7 @@ def worker_main(
 
         django.setup()
         configure_logging(config.log_level, f"worker {os.getpid()}")
+        job_logging.install()  # records about a job carry its id, task, queue and attempt
         # Not asyncio.run: its teardown waits for every task left, and a statement PostgreSQL
         # never answers must not hold up the exit (the worker bounded its own stop already).
         loop = asyncio.new_event_loop()

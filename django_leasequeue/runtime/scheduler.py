@@ -21,7 +21,7 @@ from django_leasequeue.protocol import database_now
 from django_leasequeue.runtime.database import Database
 from django_leasequeue.schedules.declaration import Declaration, declaration_of
 from django_leasequeue.schedules.discovery import scheduled_tasks
-from django_leasequeue.schedules.firing import job_fields
+from django_leasequeue.schedules.firing import job_fields, tick_meta
 from django_leasequeue.schedules.plan import plan_ticks
 from django_leasequeue.schedules.statements import (
     DueSchedule,
@@ -144,6 +144,11 @@ class Scheduler:
             for index, tick in enumerate(steps):
                 later = steps[index + 1] if index + 1 < len(steps) else plan.next_run_at
                 [job_id] = uuid7_strs(1)
+                meta = "{}"
+                if plan.fire and self.backend.hooks.before_enqueue:  # they may block: a thread
+                    meta = await asyncio.to_thread(
+                        tick_meta, self.backend, declaration, fields, job_id
+                    )
                 fired = await self.db.run(
                     fire_schedule(
                         declaration,
@@ -155,6 +160,7 @@ class Scheduler:
                         covered_until=tick,
                         next_run_at=later,
                         missed=plan.missed if index == 0 else 0,
+                        meta=meta,
                     )
                 )
                 if fired is None:

@@ -16,6 +16,7 @@ import logging
 from asgiref.sync import sync_to_async
 from django.dispatch import Signal
 
+from django_leasequeue.runtime import job_logging
 from django_leasequeue.runtime.batching import Batcher
 from django_leasequeue.tasks_framework import TaskResult
 from django_leasequeue.tasks_framework import signals as django_task_signals
@@ -79,9 +80,18 @@ class TaskSignalDispatcher(Batcher[_Emission]):
             if cancelled:
                 self._cancelled.ids.add(task_result.id)
             try:
-                send_task_signal(signal, self._sender, task_result)
+                with job_logging.about(_fields(task_result)):
+                    send_task_signal(signal, self._sender, task_result)
             finally:
                 self._cancelled.ids.discard(task_result.id)
+
+
+def _fields(task_result: TaskResult) -> job_logging.JobFields:
+    """The job a signal is about, for its receivers' log records (Django logs each job)."""
+    task = task_result.task
+    return job_logging.JobFields(
+        str(task_result.id), task.module_path, task.queue_name, len(task_result.worker_ids)
+    )
 
 
 def send_task_signal(signal: Signal, sender: type, task_result: TaskResult) -> None:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from django_leasequeue.backend import LeaseQueueBackend
+from django_leasequeue.hooks import FinishOutcome, run_after_finish
 from django_leasequeue.management.durations import duration
 from django_leasequeue.metrics import counters as metrics
 from django_leasequeue.progress.events import apublish
@@ -22,6 +23,7 @@ from django_leasequeue.runtime.database import Database, postgres_outage
 from django_leasequeue.runtime.execution import Outcome, error_of, resolve, run_attempt
 from django_leasequeue.runtime.handle import JobHandle, StopReason
 from django_leasequeue.runtime.heartbeat import Heartbeat
+from django_leasequeue.runtime.job_logging import set_current
 from django_leasequeue.runtime.outcomes import OutcomeRecorder
 from django_leasequeue.runtime.recover import RecoverSweep
 from django_leasequeue.runtime.registry import WorkerRegistry
@@ -51,6 +53,8 @@ class WorkerLoop:
     ) -> None:
         self.backend = backend
         self.backend_config = backend_config = backend.config
+        # Imported once, now: a hook that cannot load stops the worker before it claims.
+        self.hooks = backend.hooks
         self.config = config
         self.worker_id = worker_id or new_worker_id()
         self.queues = None if config.queues is None else list(config.queues)
@@ -300,47 +304,13 @@ class WorkerLoop:
             runner.add_done_callback(self.runners.discard)
 
     async def _run(self, handle: JobHandle) -> None:
-        """One job's runner: resolve, call within its timeout, record the outcome."""
+        """One job's runner: resolve, call within its timeout, record the outcome, then tell
+        the hooks' ``after_finish``."""
         job = handle.job
+        set_current(job)  # this runner's log records are about the job (runtime.job_logging)
+        finished = None
         try:
-            upstream = None
-            if job.upstream is not None:  # a chain or chord step: its arguments start with them
-                job, upstream = await with_upstream(self.db, job)
-            task = resolve(job)
-            if isinstance(task, Outcome):
-                await self.outcomes.record(handle, None, task)
-                return
-            context = None
-            if task.takes_context or self.outcomes.send_started:
-                running = self.outcomes.started(job, task)
-                if task.takes_context:
-                    if upstream is None and job.workflow_id is not None:
-                        job, upstream = await with_upstream(self.db, job)
-                    context = JobContext(
-                        task_result=running,
-                        handle=handle,
-                        database=self.backend_config.database,
-                        upstream_results=upstream or {},
-                    )
-            # The task runs in this runner (no second asyncio task per job); while it does,
-            # ``handle.stop()`` cancels the runner, which then records why it stopped.
-            handle.runner = runner = asyncio.current_task()
-            try:
-                outcome = await run_attempt(
-                    task, job, context, self.threads, self.backend_config.max_argument_bytes
-                )
-            except asyncio.CancelledError:
-                if handle.stop_reason is not None and runner.uncancel() == 0:  # type: ignore[union-attr]
-                    handle.runner = None
-                    await self.outcomes.record_stop(handle, task)
-                    return
-                raise
-            handle.runner = None
-            if handle.refused is not None:  # a checkpoint or progress it could not save
-                outcome = Outcome(error=error_of(handle.refused), retryable=False)
-            else:
-                await handle.flush_progress()
-            await self.outcomes.record(handle, task, outcome)
+            finished = await self._attempt(handle)
         except Exception:
             logger.exception("Job %s: the worker could not record its outcome.", job.id)
         finally:
@@ -348,3 +318,49 @@ class WorkerLoop:
             del self.in_flight[job.id]
             self.registry.jobs_done += 1
             self.claimer.slot_freed(flow_limited=handle.flow_limited)
+        # Once the job is out of the heartbeat's leases (its outcome is written) and its slot
+        # is free: a slow hook holds up no other job. A failing hook is logged there.
+        if finished is not None and self.hooks.after_finish:
+            await run_after_finish(self.hooks, job, finished, self.threads.run)
+
+    async def _attempt(self, handle: JobHandle) -> FinishOutcome | None:
+        """Resolve the job, run it, write its outcome; returns the outcome written (None when
+        its lease was lost, or it was handed back)."""
+        job = handle.job
+        upstream = None
+        if job.upstream is not None:  # a chain or chord step: its arguments start with them
+            job, upstream = await with_upstream(self.db, job)
+        task = resolve(job)
+        if isinstance(task, Outcome):
+            return await self.outcomes.record(handle, None, task)
+        context = None
+        wrappers = self.hooks.wrap_run
+        if task.takes_context or self.outcomes.send_started or wrappers:
+            running = self.outcomes.started(job, task)
+            if task.takes_context or wrappers:  # a hook's wrap_run gets the context too
+                if task.takes_context and upstream is None and job.workflow_id is not None:
+                    job, upstream = await with_upstream(self.db, job)
+                context = JobContext(
+                    task_result=running,
+                    handle=handle,
+                    database=self.backend_config.database,
+                    upstream_results=upstream or {},
+                )
+        # The task runs in this runner (no second asyncio task per job); while it does,
+        # ``handle.stop()`` cancels the runner, which then records why it stopped.
+        handle.runner = runner = asyncio.current_task()
+        try:
+            outcome = await run_attempt(
+                task, job, context, self.threads, self.backend_config.max_argument_bytes, wrappers
+            )
+        except asyncio.CancelledError:
+            if handle.stop_reason is not None and runner.uncancel() == 0:  # type: ignore[union-attr]
+                handle.runner = None
+                return await self.outcomes.record_stop(handle, task)
+            raise
+        handle.runner = None
+        if handle.refused is not None:  # a checkpoint or progress it could not save
+            outcome = Outcome(error=error_of(handle.refused), retryable=False)
+        else:
+            await handle.flush_progress()
+        return await self.outcomes.record(handle, task, outcome)

@@ -8,6 +8,7 @@ from django.db import transaction
 from django_leasequeue import protocol
 from django_leasequeue.backend import LeaseQueueBackend
 from django_leasequeue.ids import uuid7_strs
+from django_leasequeue.protocol import NewJob
 from django_leasequeue.schedules.declaration import Declaration
 from django_leasequeue.schedules.model import Schedule
 from django_leasequeue.schedules.statements import JobFields, fire_schedule
@@ -36,6 +37,33 @@ def job_fields(backend: LeaseQueueBackend, declaration: Declaration) -> JobField
     )
 
 
+def tick_meta(
+    backend: LeaseQueueBackend, declaration: Declaration, fields: JobFields, job_id: str
+) -> str:
+    """The meta (JSON) of a tick's job: what the backend's ``before_enqueue`` hooks add for it
+    (the schedule's trace context with OpenTelemetry). The hooks see the job as a plain
+    enqueue's, with no arguments. Only called when some hook has ``before_enqueue``."""
+    job = NewJob(
+        job_id,
+        declaration.task,
+        declaration.task_path,
+        [],
+        {},
+        "[]",
+        "{}",
+        fields.max_attempts,
+        fields.timeout_seconds,
+        fields.backoff_seconds,
+        declaration.unique_key,
+        fields.limits,
+        fields.expires_after,
+        None,
+        {},
+    )
+    [job] = backend.with_meta([job])
+    return job.meta_json
+
+
 class ScheduleChanged(Exception):
     """The schedule kept changing under "run now" (or was retired meanwhile)."""
 
@@ -56,8 +84,14 @@ def run_now(backend: LeaseQueueBackend, declaration: Declaration) -> UUID | None
         if version is None:
             break
         [job_id] = uuid7_strs(1)
+        meta = "{}"
+        if backend.hooks.before_enqueue:
+            meta = tick_meta(backend, declaration, fields, job_id)
         fired = protocol.execute(
-            fire_schedule(declaration, fields, job_id=job_id, version=version, tick=None), database
+            fire_schedule(
+                declaration, fields, job_id=job_id, version=version, tick=None, meta=meta
+            ),
+            database,
         )
         if fired is None:
             continue

@@ -121,6 +121,7 @@ def fire_schedule(
     covered_until: datetime | None = None,
     next_run_at: datetime | None = None,
     missed: int = 0,
+    meta: str = "{}",
 ) -> Statement[Fired | None]:
     """Insert the job of ``tick`` (None: now, a "run now" that does not advance the schedule)
     unless the overlap policy skips it, and advance the schedule; None when another process
@@ -145,6 +146,7 @@ def fire_schedule(
             "backoff": job.backoff_seconds,
             "unique_key": declaration.unique_key,
             "expires_after": job.expires_after,
+            "meta": meta,
             **limit_columns(job.limits),
         },
         _fired,

@@ -12,21 +12,23 @@
 -- Insert jobs from column arrays in one statement; a unique key an unfinished job (or, with unique_for, a job within its period) holds is skipped.
 INSERT INTO leasequeue_job (id, task_path, queue_name, priority, backend, args, kwargs, run_after,
                             max_attempts, timeout_seconds, backoff_seconds, unique_key, limits,
-                            flow_key, concurrency_key, pending_key, expires_at, unique_until)
+                            flow_key, concurrency_key, pending_key, expires_at, unique_until,
+                            meta)
 SELECT id, task_path, queue_name, priority, backend, args, kwargs, coalesce(run_after, now()),
        max_attempts, timeout_seconds, backoff_seconds, unique_key, limits, flow_key,
        concurrency_key, pending_key,
        coalesce(run_after, now()) + make_interval(secs => expires_after),
-       now() + make_interval(secs => unique_for)
+       now() + make_interval(secs => unique_for), meta
 FROM unnest(%(ids)s::uuid[], %(task_paths)s::text[], %(queue_names)s::text[],
             %(priorities)s::smallint[], %(backends)s::text[], %(args)s::jsonb[],
             %(kwargs)s::jsonb[], %(run_afters)s::timestamptz[], %(max_attempts)s::integer[],
             %(timeouts)s::float8[], %(backoffs)s::float8[], %(unique_keys)s::text[],
             %(limits)s::jsonb[], %(flow_keys)s::text[], %(concurrency_keys)s::text[],
-            %(pending_keys)s::text[], %(expires_afters)s::float8[], %(unique_fors)s::float8[])
+            %(pending_keys)s::text[], %(expires_afters)s::float8[], %(unique_fors)s::float8[],
+            %(metas)s::jsonb[])
      AS new(id, task_path, queue_name, priority, backend, args, kwargs, run_after, max_attempts,
             timeout_seconds, backoff_seconds, unique_key, limits, flow_key, concurrency_key,
-            pending_key, expires_after, unique_for)
+            pending_key, expires_after, unique_for, meta)
 -- unique_for: the caller holds the key's lock (lock_unique_keys), so this sees every holder.
 WHERE new.unique_for IS NULL OR NOT EXISTS (
     SELECT 1 FROM leasequeue_job AS holder
@@ -39,7 +41,8 @@ RETURNING id, enqueued_at, run_after;
 -- Insert one job with scalar parameters (cheaper to send than one-element arrays); as enqueue.
 INSERT INTO leasequeue_job (id, task_path, queue_name, priority, backend, args, kwargs, run_after,
                             max_attempts, timeout_seconds, backoff_seconds, unique_key, limits,
-                            flow_key, concurrency_key, pending_key, expires_at, unique_until)
+                            flow_key, concurrency_key, pending_key, expires_at, unique_until,
+                            meta)
 SELECT %(id)s::uuid, %(task_path)s::text, %(queue_name)s::text, %(priority)s::smallint,
        %(backend)s::text, %(args)s::jsonb, %(kwargs)s::jsonb,
        coalesce(%(run_after)s::timestamptz, now()), %(max_attempts)s::integer,
@@ -47,7 +50,7 @@ SELECT %(id)s::uuid, %(task_path)s::text, %(queue_name)s::text, %(priority)s::sm
        %(flow_key)s::text, %(concurrency_key)s::text, %(pending_key)s::text,
        coalesce(%(run_after)s::timestamptz, now())
            + make_interval(secs => %(expires_after)s::float8),
-       now() + make_interval(secs => %(unique_for)s::float8)
+       now() + make_interval(secs => %(unique_for)s::float8), %(meta)s::jsonb
 WHERE %(unique_for)s::float8 IS NULL OR NOT EXISTS (
     SELECT 1 FROM leasequeue_job AS holder
     WHERE holder.unique_key = %(unique_key)s::text AND holder.unique_until > now())
@@ -62,7 +65,8 @@ SELECT now() AS now;
 -- name: copy_jobs
 -- Bulk insert of jobs without unique keys (COPY; columns in the order protocol.JobCopy writes them).
 COPY leasequeue_job (id, task_path, queue_name, priority, backend, args, kwargs, run_after,
-                     enqueued_at, max_attempts, timeout_seconds, backoff_seconds, expires_at)
+                     enqueued_at, max_attempts, timeout_seconds, backoff_seconds, expires_at,
+                     meta)
 FROM STDIN;
 
 -- name: claim_by_ids
@@ -85,7 +89,8 @@ WHERE id = ANY(%(ids)s::uuid[])
   AND queue_name || '' <> ALL(ARRAY(SELECT queue_name FROM leasequeue_paused_queue))
 RETURNING id, task_path, queue_name, priority, backend, args, kwargs, attempt, max_attempts,
           lease_version, timeout_seconds, backoff_seconds, checkpoint, enqueued_at, started_at,
-          last_attempted_at, worker_ids, errors, run_after, workflow_id, upstream, has_dependents;
+          last_attempted_at, worker_ids, errors, run_after, workflow_id, upstream, has_dependents,
+          meta;
 
 -- name: claim_batch
 -- Poll path: claim up to %(limit)s::integer due unlimited jobs of the given queues (NULL = all) in priority order, none of a paused queue.
@@ -116,7 +121,7 @@ RETURNING job.id, job.task_path, job.queue_name, job.priority, job.backend, job.
           job.attempt, job.max_attempts, job.lease_version, job.timeout_seconds,
           job.backoff_seconds, job.checkpoint, job.enqueued_at, job.started_at,
           job.last_attempted_at, job.worker_ids, job.errors, job.run_after, job.workflow_id,
-          job.upstream, job.has_dependents;
+          job.upstream, job.has_dependents, job.meta;
 
 -- name: claim_batch_by_queue
 -- Poll path while a queue is paused: as claim_batch, from the heads of these open queues (open_queues), never walking a paused queue's backlog.
@@ -153,7 +158,7 @@ RETURNING job.id, job.task_path, job.queue_name, job.priority, job.backend, job.
           job.attempt, job.max_attempts, job.lease_version, job.timeout_seconds,
           job.backoff_seconds, job.checkpoint, job.enqueued_at, job.started_at,
           job.last_attempted_at, job.worker_ids, job.errors, job.run_after, job.workflow_id,
-          job.upstream, job.has_dependents;
+          job.upstream, job.has_dependents, job.meta;
 
 -- name: oldest_due_job
 -- Fairness: the unlimited due job waiting longest, whatever its priority, none of a paused queue (one index probe per priority present).

@@ -72,7 +72,8 @@ WITH schedule AS (
 ), job AS (
     INSERT INTO leasequeue_job (id, task_path, queue_name, priority, backend, args, kwargs,
                                 max_attempts, timeout_seconds, backoff_seconds, unique_key,
-                                limits, flow_key, concurrency_key, pending_key, expires_at)
+                                limits, flow_key, concurrency_key, pending_key, expires_at,
+                                meta)
     SELECT %(job_id)s::uuid, %(task_path)s::text, %(queue_name)s::text, %(priority)s::smallint,
            %(backend)s::text, '[]'::jsonb,
            CASE WHEN %(takes_scheduled_at)s::boolean
@@ -81,7 +82,7 @@ WITH schedule AS (
            %(max_attempts)s::integer, %(timeout)s::float8, %(backoff)s::float8,
            %(unique_key)s::text, %(limits)s::jsonb, %(flow_key)s::text,
            %(concurrency_key)s::text, %(pending_key)s::text,
-           now() + make_interval(secs => %(expires_after)s::float8)
+           now() + make_interval(secs => %(expires_after)s::float8), %(meta)s::jsonb
     FROM schedule, previous
     WHERE %(enqueue)s::boolean AND NOT (schedule.overlap = 'skip' AND previous.unfinished)
     ON CONFLICT (unique_key) WHERE status IN ('queued', 'retrying', 'running') AND unique_key IS NOT NULL

@@ -52,6 +52,9 @@ def enqueue_workflow(workflow: "Workflow") -> WorkflowHandle:
     workflow_id = uuid7_strs(1)[0]
     database = backend.config.database
     with transaction.atomic(using=database):
+        # Each step, like any job, gets its hooks (a step carries its enqueuer's trace context).
+        if backend.hooks.before_enqueue or any(job.meta for job in new_jobs):
+            new_jobs = backend.with_meta(new_jobs)
         if backpressure.capped(new_jobs, backend.config.queue_limits):
             backend.refuse_past_caps(new_jobs, resolved)
         created_at = protocol.execute(
@@ -165,4 +168,5 @@ def _step_row(
         definition.run_if.value,
         definition.upstream.value if definition.upstream else None,
         has_dependents,
+        job.meta_json,
     )

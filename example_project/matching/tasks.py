@@ -7,12 +7,16 @@ checkpoint instead of starting over.
 
 import asyncio
 import hashlib
+import logging
 from typing import Any
 
 from django.conf import settings
 
 from django_leasequeue import JobContext, task
+from example_project.matching import request_ids
 from example_project.matching.models import Project
+
+logger = logging.getLogger(__name__)
 
 STEPS = 10
 CHECKPOINT_STEP = STEPS // 2
@@ -55,6 +59,14 @@ def step_points(user_id: int, project: Project, step: int) -> float:
 )
 async def compute_match(context: JobContext, user_id: int, project_id: int) -> dict[str, Any]:
     project = await Project.objects.aget(pk=project_id)
+    # The request that submitted the job, made current by RequestIdHook (request_ids.py).
+    logger.info(
+        "Matching user %s with %s (attempt %d, request %s).",
+        user_id,
+        project.name,
+        context.attempt,
+        request_ids.current(),
+    )
     saved = context.last_checkpoint or {}
     step, score = saved.get("step", 0), saved.get("score", 0.0)
     resumed_from = step or None

@@ -7,14 +7,18 @@ from example_project.matching.models import Project
 from example_project.matching.tasks import CHECKPOINT_STEP, STEPS, compute_match
 from tests.acceptance.harness import wait_until
 
+REQUEST_ID_HOOK = "example_project.matching.request_ids.RequestIdHook"
+
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.crash]
 
 
 def test_the_failing_project_retries_and_resumes_from_its_checkpoint(start_workers):
     steady = Project.objects.create(name="Steady", summary="-", skills=[])
     flaky = Project.objects.create(name="Flaky", summary="-", skills=[], fails_first_attempt=True)
-    ids = {p.name: compute_match.enqueue(7, p.pk).id for p in (steady, flaky)}
-    start_workers("--queues", "*")
+    # As the demo's view enqueues them (RequestIdMiddleware, RequestIdHook): with its request id.
+    requested = compute_match.using(meta={"request_id": "req-7"})
+    ids = {p.name: requested.enqueue(7, p.pk).id for p in (steady, flaky)}
+    workers = start_workers("--queues", "*", options={"hooks": [REQUEST_ID_HOOK]})
     wait_until(
         lambda: {j.status for j in Job.objects.filter(pk__in=ids.values())} == {"succeeded"},
         60,
@@ -30,3 +34,7 @@ def test_the_failing_project_retries_and_resumes_from_its_checkpoint(start_worke
     assert flaky_job.checkpoint["step"] == CHECKPOINT_STEP
     assert flaky_job.progress["current"] == flaky_job.progress["total"] == STEPS
     assert 0 < steady_job.result["score"] <= 100
+    # The demo's hook: the job's log lines name the request that submitted it, every attempt.
+    log = workers.log()
+    assert "Matching user 7 with Steady (attempt 1, request req-7)." in log
+    assert "Matching user 7 with Flaky (attempt 2, request req-7)." in log

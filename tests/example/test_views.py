@@ -150,3 +150,25 @@ def test_the_page_shows_a_progress_bar_per_job(signed_in, user):
 def test_the_admin_link_goes_to_the_job_list(signed_in):
     page = signed_in.get("/").content.decode()
     assert '<a href="/admin/leasequeue/job/">Jobs in the admin' in page
+
+
+@pytest.fixture
+def request_ids(settings):
+    """The demo's request ids: its middleware and its hook (example_project/settings.py)."""
+    default = settings.TASKS["default"]
+    hooks = ["example_project.matching.request_ids.RequestIdHook"]
+    settings.TASKS = {"default": {**default, "OPTIONS": {**default["OPTIONS"], "hooks": hooks}}}
+    settings.MIDDLEWARE = [
+        *settings.MIDDLEWARE,
+        "example_project.matching.request_ids.RequestIdMiddleware",
+    ]
+
+
+@demo_urls
+def test_the_jobs_a_request_enqueues_carry_its_request_id(signed_in, request_ids):
+    response = signed_in.post("/", {"projects": project_ids(2)}, HTTP_X_REQUEST_ID="req-42")
+    assert response["X-Request-ID"] == "req-42"
+    assert [job.meta for job in Job.objects.all()] == [{"request_id": "req-42"}] * 2
+    signed_in.post("/", {"projects": project_ids(3)})  # a new id when the proxy sent none
+    [new] = Job.objects.exclude(meta={"request_id": "req-42"})
+    assert len(new.meta["request_id"]) == 32
