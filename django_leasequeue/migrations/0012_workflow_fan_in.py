@@ -6,7 +6,8 @@ from django.db import migrations, models
 # A finished step's children are found from its own dependency rows (a handful) before anything
 # else: 0009's release looked them up the other way round and could probe a big chord's
 # callback by all its parents' rows (child_id), once per finished parent: a 10,000-member chord
-# drained at a third of the rate of a 2,000-member one. The rest of the function is 0009's.
+# drained at a third of the rate of a 2,000-member one. A released step's expiry window also
+# moves with it (expires_after counts from when it becomes due). The rest is 0009's.
 FAN_IN_FIRST = r"""
 CREATE OR REPLACE FUNCTION leasequeue_step_status_changed() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
@@ -45,6 +46,8 @@ BEGIN
         UPDATE leasequeue_job AS child
         SET status = CASE WHEN ready.runs THEN 'queued' ELSE 'cancelled' END,
             run_after = greatest(child.run_after, now()),
+            -- expires_after counts from when the step becomes due: its window moves with it.
+            expires_at = greatest(child.run_after, now()) + (child.expires_at - child.run_after),
             finished_at = CASE WHEN ready.runs THEN NULL ELSE now() END,
             errors = CASE WHEN ready.runs THEN child.errors ELSE child.errors || jsonb_build_array(
                 jsonb_build_object(

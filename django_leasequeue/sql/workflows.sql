@@ -15,7 +15,7 @@ RETURNING created_at;
 COPY leasequeue_job (id, task_path, queue_name, priority, backend, args, kwargs, run_after,
                      enqueued_at, max_attempts, timeout_seconds, backoff_seconds, limits,
                      flow_key, concurrency_key, pending_key, status, workflow_id, step_name,
-                     run_if, upstream, has_dependents, meta) FROM STDIN;
+                     run_if, upstream, has_dependents, meta, expires_at) FROM STDIN;
 
 -- name: copy_dependencies
 -- Bulk insert of a workflow's dependency rows (COPY: parent, child, the parent's position).

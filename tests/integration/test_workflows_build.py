@@ -215,3 +215,27 @@ def test_prunejobs_deletes_a_finished_workflow_once_its_steps_are_gone():
     ]
     left = {str(pk) for pk in WorkflowRun.objects.values_list("pk", flat=True)}
     assert left == {str(recent.id), str(kept_step.id)}
+
+
+def test_a_steps_expiry_counts_from_when_it_becomes_due():
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    handle = chain(
+        step(fetch.using(expires_after=30), "a"), step(length.using(expires_after=60))
+    ).enqueue()
+    steps = _steps(handle)
+    first, second = steps["fetch"], steps["length"]
+    assert first.expires_at - first.run_after == timedelta(seconds=30)
+    # The second step waited two hours for its parent: its expiry does not count that wait.
+    two_hours_ago = timezone.now() - timedelta(hours=2)
+    Job.objects.filter(pk=second.pk).update(
+        run_after=two_hours_ago, expires_at=two_hours_ago + timedelta(seconds=60)
+    )
+    before = timezone.now()
+    _set_status(first, "succeeded")
+    released = Job.objects.get(pk=second.pk)
+    assert released.status == "queued"
+    assert released.run_after >= before - timedelta(seconds=1)
+    assert released.expires_at - released.run_after == timedelta(seconds=60)
