@@ -5,10 +5,8 @@ why)."""
 import os
 import subprocess
 import sys
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from devtools import browser, children, pgbouncer, services, venv
@@ -23,12 +21,12 @@ ONE_SERIES = "django_independent"
 # wait on workers, PostgreSQL and clocks, so more processes than cores pay off; far more would
 # make crash tests that time their recovery flaky on a 2-core machine. Each process has its own
 # test databases and Redis key prefix (tests/settings.py).
-PROCESSES = {"first": 3, "others": 2}
+PROCESSES = {"first": 3, "others": 3}
 
 
 def run(pytest_args: list[str], series: list[str]) -> int:
-    """Lint and docs, then the migration check and the suite on each Django series at once;
-    fails when any of them fails. Prints each phase's time at the end."""
+    """Lint, types and docs, then the migration check and the suite on each Django series, one
+    after the other; fails when any of them fails. Prints each phase's time at the end."""
     children.pass_on_interrupts()
     phases = Phases()
     try:
@@ -83,14 +81,11 @@ def _run_phases(phases: Phases, pytest_args: list[str], series: list[str]) -> in
             env = {**os.environ, **env, browser.ENV_VAR: chromium, **bouncer}
             # One series after the other: side by side, five test processes and their workers on
             # two cores made the tests that time their recovery fail (seen in CI).
-            outcomes = {
+            passed = {
                 name: _suite(phases, name, pythons[name].result, env, pytest_args, first=index == 0)
                 for index, name in enumerate(series)
             }
-    for outcome in outcomes.values():
-        if outcome.output:
-            print(f"=== tests, {outcome.label}: its output ===\n{outcome.output}", flush=True)
-    failed = [name for name, outcome in outcomes.items() if not outcome.ok]
+    failed = [name for name, ok in passed.items() if not ok]
     if failed:
         print(f"The suite failed on Django {', '.join(failed)}.", file=sys.stderr)
     return 1 if failed else 0
@@ -101,41 +96,29 @@ def _environment(phases: Phases, name: str) -> Path:
         return venv.ensure("test", DJANGO_SERIES[name])
 
 
-class _Outcome(NamedTuple):
-    ok: bool
-    label: str = ""
-    output: str = ""  # of a series that ran beside the first one (shown once all have ended)
-
-
-def _suite(phases, name, python, env, pytest_args, *, first: bool) -> _Outcome:
+def _suite(phases, name, python, env, pytest_args, *, first: bool) -> bool:
     """The migration check and the suite on one series (``python()``: its interpreter, once its
-    environment is made). The first series writes to the terminal; the others, running beside
-    it, to a log."""
+    environment is made). The first series runs every test; the others leave out the tests
+    whose outcome does not depend on Django's version."""
     python = python()
     label = f"Django {name} ({_django_version(python)})"
     with phases.phase(f"migration check, {label}") as phase:
         phase.ok = _migrations_match(python, env)
     if not phase.ok or children.interrupted_by():
-        return _Outcome(False)
-    command = [python, "-m", "pytest", "--dist", "worksteal"]
+        return False
+    command = [python, "-m", "pytest", "--dist", "worksteal", "--durations", "15"]
     if first:
         command += ["-n", str(PROCESSES["first"]), *pytest_args]
-        with phases.phase(f"tests, {label}") as phase:
-            phase.ok = children.run(command, cwd=venv.ROOT, env=env) == 0
-        return _Outcome(phase.ok)
-    command += ["-n", str(PROCESSES["others"]), "-m", f"not {ONE_SERIES}", *pytest_args]
-    with (
-        phases.phase(f"tests, {label} (beside the first)") as phase,
-        tempfile.TemporaryFile("w+") as log,
-    ):
-        run = children.run(command, cwd=venv.ROOT, env=_apart(env, name), stdout=log, stderr=log)
-        phase.ok = run == 0
-        log.seek(0)
-        return _Outcome(phase.ok, label, log.read())
+    else:
+        command += ["-n", str(PROCESSES["others"]), "-m", f"not {ONE_SERIES}", *pytest_args]
+        env = _apart(env, name)
+    with phases.phase(f"tests, {label}") as phase:
+        phase.ok = children.run(command, cwd=venv.ROOT, env=env) == 0
+    return phase.ok
 
 
 def _apart(env: dict[str, str], name: str) -> dict[str, str]:
-    """The environment of a series that runs beside another: test databases of its own (named
+    """The environment of a later series: test databases of its own (named
     after DATABASE_URL's) and Redis keys of its own."""
     suffix = "_django" + name.replace(".", "")
     url = urlsplit(env["DATABASE_URL"])
