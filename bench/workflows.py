@@ -6,8 +6,10 @@ Prints:
 - enqueue: a chord of ``--members`` steps plus its callback in one ``enqueue()``, against
   ``enqueue_many`` of as many plain jobs (target: at least 50%);
 - drain: that chord drained by ``runworkers``, against as many plain jobs (target: 80%);
-- fan-in cost per finished parent: one group of ``--members`` against groups of 10 with the
-  same number of parents in all (flat: a ratio near 1, no scan of the siblings per completion);
+- fan-in cost per finished parent: the database time of the fenced completions (the step
+  trigger settling dependency rows and releasing callbacks included) of ``--members`` parents,
+  as one group against groups of 10 (flat: a ratio near 1, no scan of the siblings per
+  completion), beside as many plain jobs;
 - a chain of 100 steps: the pickup of each next step (its start less its parent's finish),
   p50/p99, against the pickup of plain jobs enqueued one at a time to idle workers.
 Uses its own database (lq_bench, bench/settings.py).
@@ -85,6 +87,25 @@ def drain(enqueue, jobs: int, processes: int, concurrency: int) -> float:
     return jobs / (span["last"] - span["first"]).total_seconds()
 
 
+def completion_cost(enqueue) -> float:
+    """Microseconds per job of the completion statements (``complete_many``, 20 at a time, as a
+    worker batches them) once ``enqueue`` has written its jobs: claimed and completed in this
+    process, so that nothing but the database's work is timed."""
+    from django_leasequeue import protocol
+
+    harness.reset()
+    _timed(enqueue)
+    timed, jobs = 0.0, 0
+    while claimed := protocol.execute(
+        protocol.claim_batch(None, 20, worker_id="bench", lease_seconds=60)
+    ):
+        started = time.perf_counter()
+        protocol.execute(protocol.complete_many([(job.lease, "null") for job in claimed]))
+        timed += time.perf_counter() - started
+        jobs += len(claimed)
+    return timed / jobs * 1e6
+
+
 def measure_chain_pickup(length: int, processes: int, concurrency: int) -> list[float]:
     """Milliseconds from each step's parent finishing to the step starting."""
     from bench.tasks import noop
@@ -155,12 +176,13 @@ def main() -> None:
     print(f"         ratio {chord_drain / plain_drain:.2f} (target >= 0.80)")
 
     small = _groups_of_ten(members)
-    small_drain = drain(
-        lambda: [workflow.enqueue() for workflow in small], members // 10 * 11, *workers
-    )
-    print(f"fan-in:  per finished parent, one group of {members:,}: {1e6 / chord_drain:6.0f} µs")
-    print(f"         groups of 10, same parents:            {1e6 / small_drain:6.0f} µs")
-    print(f"         ratio {small_drain / chord_drain:.2f} (flat: near 1)")
+    one_group = completion_cost(_chord(members).enqueue)
+    groups_of_ten = completion_cost(lambda: [workflow.enqueue() for workflow in small])
+    plain = completion_cost(lambda: backend.enqueue_many(calls))
+    print(f"fan-in:  completion per step, one group of {members:,}: {one_group:5.0f} µs")
+    print(f"         groups of 10, same number of parents:           {groups_of_ten:5.0f} µs")
+    print(f"         plain jobs, no fan-in:                          {plain:5.0f} µs")
+    print(f"         ratio {one_group / groups_of_ten:.2f} (flat: near 1)")
 
     chain_pickups = measure_chain_pickup(100, *workers)
     plain_pickups = measure_plain_pickup(100, *workers)
