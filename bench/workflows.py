@@ -9,7 +9,7 @@ Prints:
 - fan-in cost per finished parent: the database time of the fenced completions (the step
   trigger settling dependency rows and releasing callbacks included) of ``--members`` parents,
   as one group against groups of 10 (flat: a ratio near 1, no scan of the siblings per
-  completion), beside as many plain jobs;
+  completion), beside as many plain jobs; medians of ``--repeats`` runs taken in turns;
 - a chain of 100 steps: the pickup of each next step (its start less its parent's finish),
   p50/p99, against the pickup of plain jobs enqueued one at a time to idle workers.
 Uses its own database (lq_bench, bench/settings.py).
@@ -176,9 +176,14 @@ def main() -> None:
     print(f"         ratio {chord_drain / plain_drain:.2f} (target >= 0.80)")
 
     small = _groups_of_ten(members)
-    one_group = completion_cost(_chord(members).enqueue)
-    groups_of_ten = completion_cost(lambda: [workflow.enqueue() for workflow in small])
-    plain = completion_cost(lambda: backend.enqueue_many(calls))
+    costs: dict[str, list[float]] = {"one group": [], "groups of 10": [], "plain": []}
+    for _ in range(args.repeats):  # in turns, so that the machine's noise falls on each
+        costs["one group"].append(completion_cost(_chord(members).enqueue))
+        costs["groups of 10"].append(
+            completion_cost(lambda: [workflow.enqueue() for workflow in small])
+        )
+        costs["plain"].append(completion_cost(lambda: backend.enqueue_many(calls)))
+    one_group, groups_of_ten, plain = (statistics.median(runs) for runs in costs.values())
     print(f"fan-in:  completion per step, one group of {members:,}: {one_group:5.0f} µs")
     print(f"         groups of 10, same number of parents:           {groups_of_ten:5.0f} µs")
     print(f"         plain jobs, no fan-in:                          {plain:5.0f} µs")
