@@ -224,6 +224,24 @@ def enqueue(jobs: Sequence[NewJob]) -> Statement[dict[str, Row]]:
     """Insert jobs; returns ``id -> {enqueued_at, run_after}`` of those inserted (not key-held)."""
     if len(jobs) == 1:
         [job] = jobs
+        if job.unique_key is None and job.limits is None and job.unique_for is None:
+            return _statement(
+                "enqueue_plain",
+                _by_id,
+                id=job.id,
+                task_path=job.task_path,
+                queue_name=job.task.queue_name,
+                priority=job.task.priority,
+                backend=job.task.backend,
+                args=job.args_json,
+                kwargs=job.kwargs_json,
+                run_after=job.task.run_after,
+                max_attempts=job.max_attempts,
+                timeout=job.timeout_seconds,
+                backoff=job.backoff_seconds,
+                expires_after=job.expires_after,
+                meta=job.meta_json,
+            )
         return _statement(
             "enqueue_one",
             _by_id,

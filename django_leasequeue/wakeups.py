@@ -17,6 +17,7 @@ from django_redis import get_redis_connection
 from redis.exceptions import RedisError, ResponseError
 
 from django_leasequeue.outage_log import OutageLog
+from django_leasequeue.replyless import ReplylessSender
 from django_leasequeue.tasks_framework import InvalidTaskBackend, task_backends
 
 logger = logging.getLogger(__name__)
@@ -36,6 +37,7 @@ class Wakeups:
         self.key_prefix = key_prefix
         self._paused_until = 0.0
         self._multi_pop = True
+        self._replyless = ReplylessSender()
         # Every failed Redis call of this process, one outage at a time (the claimer's too).
         self.outage = OutageLog(
             "Redis",
@@ -57,6 +59,14 @@ class Wakeups:
 
     def push(self, jobs: Iterable[tuple[str, str]]) -> bool:
         """RPUSH ``(queue_name, job_id)`` pairs in one round trip; False if Redis is unavailable."""
+        return self._push(jobs, replyless=False)
+
+    def send(self, jobs: Iterable[tuple[str, str]]) -> bool:
+        """As ``push``, without waiting for Redis's reply (``replyless``): enqueue's wakeups.
+        False when Redis could not be reached; True when the push was sent."""
+        return self._push(jobs, replyless=True)
+
+    def _push(self, jobs: Iterable[tuple[str, str]], replyless: bool) -> bool:
         by_queue: dict[str, list[str]] = {}
         for queue_name, job_id in jobs:
             by_queue.setdefault(queue_name, []).append(job_id)
@@ -64,7 +74,10 @@ class Wakeups:
             return False
         try:
             client = self.client()
-            if len(by_queue) == 1:  # one command needs no pipeline
+            if replyless:
+                commands = [("RPUSH", self.key(name), *ids) for name, ids in by_queue.items()]
+                self._replyless.send(client, commands)
+            elif len(by_queue) == 1:  # one command needs no pipeline
                 [(queue_name, ids)] = by_queue.items()
                 client.rpush(self.key(queue_name), *ids)
             else:

@@ -1,0 +1,66 @@
+"""Redis commands sent without waiting for a reply: enqueue's wakeup push off the caller's path.
+
+A wakeup is a hint (workers also poll, and the recover sweep re-sends wakeups for due jobs
+nobody claimed), and RPUSH's reply, the list's new length, is read by nobody. So the push after
+an enqueue's commit goes out on a connection of its own that has told Redis ``CLIENT REPLY
+OFF``: the caller pays for one ``send()`` into the socket, not for a round trip to Redis and
+back (a third of a single enqueue's time before, bench/peers.py). Pushes keep their order, and
+each is in Redis before the next command this process sends on any connection reaches it on
+the same host.
+
+What this gives up is hearing about a failure after the send. A connection that the server
+closed (a restart) is noticed before sending, since it reads as ready, and the push goes out on
+a new one; only a connection broken without a word (a network partition) swallows pushes, where
+a round trip would have waited for its timeout and then dropped the push all the same.
+"""
+
+import os
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from redis.exceptions import ConnectionError as RedisConnectionError
+
+
+class ReplylessSender:
+    """One connection per process (after a fork the child opens its own), shared by its
+    threads under a lock: a send is short."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._connection: Any = None
+        self._pool: Any = None
+        self._pid = 0
+
+    def send(self, client: Any, commands: Sequence[tuple[Any, ...]]) -> None:
+        """Send ``commands`` on ``client``'s server (a redis-py ``Redis``) in one write.
+
+        Raises redis-py's ConnectionError or TimeoutError when the server cannot be reached.
+        """
+        with self._lock:
+            connection = self._connection_for(client)
+            try:
+                try:
+                    if connection.can_read(timeout=0):  # connects first when not connected
+                        connection.disconnect()  # replies we never asked for: start afresh
+                except RedisConnectionError:
+                    connection.disconnect()  # closed by the server: reconnect to send
+                connection.send_packed_command(
+                    connection.pack_commands(commands), check_health=False
+                )
+            except BaseException:
+                connection.disconnect()
+                raise
+
+    def _connection_for(self, client: Any) -> Any:
+        pool = client.connection_pool
+        if self._connection is None or self._pool is not pool or self._pid != os.getpid():
+            # Built from the pool's settings but not taken from it: it never goes back.
+            connection = pool.connection_class(**pool.connection_kwargs)
+            connection.register_connect_callback(self._replies_off)
+            self._connection, self._pool, self._pid = connection, pool, os.getpid()
+        return self._connection
+
+    def _replies_off(self, connection: Any) -> None:
+        """Run on every (re)connection, after redis-py's own handshake."""
+        connection.send_command("CLIENT", "REPLY", "OFF", check_health=False)
