@@ -221,7 +221,7 @@ def _by_id(rows: list[Row]) -> dict[str, Row]:
 
 
 def enqueue(jobs: Sequence[NewJob]) -> Statement[dict[str, Row]]:
-    """Insert jobs; returns ``id -> {enqueued_at, run_after}`` of those inserted (not key-held)."""
+    """Insert jobs; returns ``id -> {enqueued_at, ...}`` of those inserted (not key-held)."""
     if len(jobs) == 1:
         [job] = jobs
         if job.unique_key is None and job.limits is None and job.unique_for is None:
@@ -836,8 +836,8 @@ def execute[T](statement: Statement[T], database: str = "default") -> T:
     """Run on Django's connection ``database``: inside the caller's transaction if one is open."""
     with connections[database].cursor() as cursor:
         cursor.execute(statement.query.sql, statement.params)
-        rows = cursor.fetchall() if cursor.description else []
-        return statement.read(_as_dicts(cursor.description, rows))
+        description = cursor.description  # built anew at each read: read it once
+        return statement.read(_as_dicts(description, cursor.fetchall() if description else []))
 
 
 async def aexecute[T](

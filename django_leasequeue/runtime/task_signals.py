@@ -36,11 +36,12 @@ _LOGGING_RECEIVERS = {
 
 def wanted(signal: Signal, sender: type) -> bool:
     """Whether sending ``signal`` would reach a receiver that does something."""
-    if not signal.has_listeners(sender):
-        return False
-    # Django keeps no public list of a signal's receivers for a sender.
+    # Django keeps no public list of a signal's receivers for a sender (``has_listeners``
+    # would build this list too).
     sync_receivers, async_receivers = signal._live_receivers(sender)
     receivers = [*sync_receivers, *async_receivers]
+    if not receivers:
+        return False
     if any(receiver not in _LOGGING_RECEIVERS for receiver in receivers):
         return True
     level = min(_LOGGING_RECEIVERS[receiver] for receiver in receivers)

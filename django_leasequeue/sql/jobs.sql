@@ -69,7 +69,7 @@ VALUES (%(id)s::uuid, %(task_path)s::text, %(queue_name)s::text, %(priority)s::s
         coalesce(%(run_after)s::timestamptz, now())
             + make_interval(secs => %(expires_after)s::float8),
         %(meta)s::jsonb)
-RETURNING id, enqueued_at, run_after;
+RETURNING id, enqueued_at;
 
 -- name: database_now
 -- The database's clock (transaction time), stamped on rows written with COPY.
