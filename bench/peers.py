@@ -82,6 +82,10 @@ CAVEATS = [
     "so a few samples are short, even negative; they are kept.",
     "The benchmark counts finished jobs every 25 ms: a count(*) on PostgreSQL for the three "
     "PostgreSQL queues, a Redis MGET for Celery.",
+    "Per-job costs (bench/peer_costs.py): PostgreSQL statements need pg_stat_statements in "
+    "shared_preload_libraries; WAL bytes count the whole cluster and Redis commands the whole "
+    "Redis server, so both are exact only on servers of the benchmark's own; 'drain less "
+    "start-up' subtracts a drain of an empty queue, whose start-up CPU varies by tens of ms.",
 ]
 
 
