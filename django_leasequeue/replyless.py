@@ -23,14 +23,14 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 
 
 class ReplylessSender:
-    """One connection per process (after a fork the child opens its own), shared by its
-    threads under a lock: a send is short."""
+    """One connection per Redis connection pool and process (after a fork the child opens its
+    own), shared by every thread and every backend instance (Django makes a backend per thread
+    and async context) under one lock: a send is short."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._connection: Any = None
-        self._pool: Any = None
-        self._pid = 0
+        self._connections: dict[Any, Any] = {}  # redis-py pool -> our connection to its server
+        self._pid = os.getpid()
 
     def send(self, client: Any, commands: Sequence[tuple[Any, ...]]) -> None:
         """Send ``commands`` on ``client``'s server (a redis-py ``Redis``) in one write.
@@ -38,7 +38,7 @@ class ReplylessSender:
         Raises redis-py's ConnectionError or TimeoutError when the server cannot be reached.
         """
         with self._lock:
-            connection = self._connection_for(client)
+            connection = self._connection_for(client.connection_pool)
             try:
                 try:
                     if connection.can_read(timeout=0):  # connects first when not connected
@@ -52,15 +52,21 @@ class ReplylessSender:
                 connection.disconnect()
                 raise
 
-    def _connection_for(self, client: Any) -> Any:
-        pool = client.connection_pool
-        if self._connection is None or self._pool is not pool or self._pid != os.getpid():
+    def _connection_for(self, pool: Any) -> Any:
+        if self._pid != os.getpid():  # a forked child: the parent's sockets are not ours
+            self._connections, self._pid = {}, os.getpid()
+        connection = self._connections.get(pool)
+        if connection is None:
             # Built from the pool's settings but not taken from it: it never goes back.
             connection = pool.connection_class(**pool.connection_kwargs)
             connection.register_connect_callback(self._replies_off)
-            self._connection, self._pool, self._pid = connection, pool, os.getpid()
-        return self._connection
+            self._connections[pool] = connection
+        return connection
 
     def _replies_off(self, connection: Any) -> None:
         """Run on every (re)connection, after redis-py's own handshake."""
         connection.send_command("CLIENT", "REPLY", "OFF", check_health=False)
+
+
+#: The process's sender.
+sender = ReplylessSender()

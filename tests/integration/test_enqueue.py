@@ -327,6 +327,40 @@ def test_wakeups_sent_without_replies_survive_a_redis_restart(caplog):
     assert Job.objects.filter(pk__in=[first.id, down.id, second.id, third.id]).count() == 4
 
 
+def test_threads_share_the_process_connection_for_wakeups():
+    """Django makes a backend per thread; the wakeups of every thread go out on the one
+    replyless connection of the process, not on one per thread."""
+    import threading
+
+    import redis
+
+    with RedisServer() as server:
+        tasks = {
+            "default": {
+                "BACKEND": "django_leasequeue.backend.LeaseQueueBackend",
+                "OPTIONS": {"key_prefix": "lqthreads"},
+            }
+        }
+        with override_settings(CACHES=server.caches(), TASKS=tasks):
+            results = []
+
+            def enqueue() -> None:
+                results.append(add.enqueue(1, 1).id)
+                connections.close_all()
+
+            threads = [threading.Thread(target=enqueue) for _ in range(4)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            add.enqueue(2, 2)
+            client = redis.Redis(port=server.port)
+            assert client.llen("lqthreads:wakeups:default") == 5
+            pushers = [c for c in client.client_list() if c["cmd"] == "rpush"]
+            assert len(pushers) == 1
+    assert Job.objects.filter(pk__in=results).count() == 4
+
+
 def test_task_enqueued_is_not_built_for_a_quiet_logger_alone(backend, caplog):
     """With only Django's own receiver connected (it logs at DEBUG), enqueue sends
     task_enqueued exactly when that logger would write the line."""
