@@ -4,9 +4,9 @@ A wakeup is a hint (workers also poll, and the recover sweep re-sends wakeups fo
 nobody claimed), and RPUSH's reply, the list's new length, is read by nobody. So the push after
 an enqueue's commit goes out on a connection of its own that has told Redis ``CLIENT REPLY
 OFF``: the caller pays for one ``send()`` into the socket, not for a round trip to Redis and
-back (a third of a single enqueue's time before, bench/peers.py). Pushes keep their order, and
-each is in Redis before the next command this process sends on any connection reaches it on
-the same host.
+back (a third of a single enqueue's time before, bench/peers.py). Pushes keep their order; a
+command this process sends afterwards on another connection may in principle reach Redis first
+(on one host it does not in practice: the push is in Redis's socket when ``send()`` returns).
 
 What this gives up is hearing about a failure after the send. A connection that the server
 closed (a restart) is noticed before sending, since it reads as ready, and the push goes out on
@@ -30,6 +30,7 @@ class ReplylessSender:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._connections: dict[Any, Any] = {}  # redis-py pool -> our connection to its server
+        self._open: set[Any] = set()  # pools whose connection sent its last command
         self._pid = os.getpid()
 
     def send(self, client: Any, commands: Sequence[tuple[Any, ...]]) -> None:
@@ -37,24 +38,30 @@ class ReplylessSender:
 
         Raises redis-py's ConnectionError or TimeoutError when the server cannot be reached.
         """
+        pool = client.connection_pool
         with self._lock:
-            connection = self._connection_for(client.connection_pool)
+            connection = self._connection_for(pool)
             try:
-                try:
-                    if connection.can_read(timeout=0):  # connects first when not connected
-                        connection.disconnect()  # replies we never asked for: start afresh
-                except RedisConnectionError:
-                    connection.disconnect()  # closed by the server: reconnect to send
+                if pool in self._open:
+                    try:
+                        # Readable: the server closed it, or sent replies we never asked for.
+                        stale = connection.can_read(timeout=0)
+                    except RedisConnectionError:
+                        stale = True
+                    if stale:
+                        connection.disconnect()  # the send below connects afresh
                 connection.send_packed_command(
                     connection.pack_commands(commands), check_health=False
                 )
             except BaseException:
+                self._open.discard(pool)
                 connection.disconnect()
                 raise
+            self._open.add(pool)
 
     def _connection_for(self, pool: Any) -> Any:
         if self._pid != os.getpid():  # a forked child: the parent's sockets are not ours
-            self._connections, self._pid = {}, os.getpid()
+            self._connections, self._open, self._pid = {}, set(), os.getpid()
         connection = self._connections.get(pool)
         if connection is None:
             # Built from the pool's settings but not taken from it: it never goes back.
