@@ -95,6 +95,10 @@ class System:
         """One command per process to start; ``burst``: exit once the queue is empty."""
         raise NotImplementedError
 
+    def reconnect(self) -> None:
+        """Replace the enqueuing connection with a new one, opened now: the old backend's
+        statistics are flushed when it exits (bench/peer_costs.py)."""
+
     def done(self) -> int:
         """Jobs finished successfully since the last reset."""
         raise NotImplementedError
@@ -146,6 +150,9 @@ class LeaseQueue(System):
     def enqueue_marked(self, kind: str, n: int) -> float:
         return django_commit_time(lambda: self.tasks[kind].enqueue(n))
 
+    def reconnect(self) -> None:
+        reconnect_django()
+
     def worker_commands(self, burst: bool) -> list[list[str]]:
         command = [sys.executable, "-m", "django", "runworkers", "-v", "0"]
         command += ["--processes", str(self.bench.processes)]
@@ -190,6 +197,15 @@ class PgQueuer(System):
     def reset(self) -> None:
         super().reset()
         self.enqueued = 0
+
+    def reconnect(self) -> None:
+        import asyncpg
+        from pgqueuer.db import AsyncpgDriver
+        from pgqueuer.queries import Queries
+
+        self.loop.run(self.connection.close())
+        self.connection = self.loop.run(asyncpg.connect(self.bench.dsn))
+        self.queries = Queries(AsyncpgDriver(self.connection))
 
     def enqueue_each(self, kind: str, numbers: Sequence[int]) -> None:
         async def each() -> None:
@@ -260,6 +276,9 @@ class Procrastinate(System):
 
     def enqueue_marked(self, kind: str, n: int) -> float:
         return django_commit_time(lambda: self.tasks[kind].defer(n=n))
+
+    def reconnect(self) -> None:
+        reconnect_django()
 
     def worker_commands(self, burst: bool) -> list[list[str]]:
         command = [sys.executable, "-m", "django", "procrastinate", "worker", "-q", "lqpeers"]
@@ -373,6 +392,13 @@ def django_commit_time(enqueue) -> float:
         transaction.on_commit(lambda: committed.append(time.time()))
         enqueue()
     return committed[0]
+
+
+def reconnect_django() -> None:
+    from django.db import connection
+
+    connection.close()
+    connection.ensure_connection()
 
 
 def worker_env(bench: Bench) -> dict[str, str]:

@@ -45,6 +45,7 @@ os.environ["DJANGO_SETTINGS_MODULE"] = "bench.peer_settings"
 os.environ.setdefault("LQPEERS_REDIS_URL", "redis://127.0.0.1:6379/13")
 
 from bench import peer_systems  # noqa: E402
+from bench.peer_costs import MICROSECONDS, Costs, Meter  # noqa: E402
 from bench.peer_systems import Bench, System  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "peers.json"
@@ -81,6 +82,10 @@ CAVEATS = [
     "so a few samples are short, even negative; they are kept.",
     "The benchmark counts finished jobs every 25 ms: a count(*) on PostgreSQL for the three "
     "PostgreSQL queues, a Redis MGET for Celery.",
+    "Per-job costs (bench/peer_costs.py): PostgreSQL statements need pg_stat_statements in "
+    "shared_preload_libraries; WAL bytes count the whole cluster and Redis commands the whole "
+    "Redis server, so both are exact only on servers of the benchmark's own; 'drain less "
+    "start-up' subtracts a drain of an empty queue, whose start-up CPU varies by tens of ms.",
 ]
 
 
@@ -94,6 +99,8 @@ class Drain:
     from_start: float  # jobs/s from worker start to the last job done
     steady: float  # jobs/s from the first finished job to the last
     startup: float  # seconds from worker start to the first finished job
+    enqueue_costs: Costs  # per job, of the enqueue that filled the queue (bench/peer_costs.py)
+    drain_costs: Costs  # per job, of the drain (worker start-up included)
 
 
 def parse_args() -> argparse.Namespace:
@@ -103,6 +110,15 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--concurrency", type=int, default=10)
     parser.add_argument("--pickup-samples", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=3, help="runs of each figure (median)")
+    parser.add_argument(
+        "--figures",
+        default="single,bulk,write",
+        help="comma-separated drains to run: single (enqueue 1/call), bulk, write",
+    )
+    parser.add_argument("--no-pickup", action="store_true", help="leave out pickup latency")
+    parser.add_argument(
+        "--output", type=Path, default=RESULTS, help=f"results file (default: {RESULTS})"
+    )
     parser.add_argument(
         "--pgqueuer-batch-size",
         type=int,
@@ -210,7 +226,9 @@ def timed_enqueue(system: System, kind: str, jobs: int, bulk: bool) -> float:
     return jobs / (time.perf_counter() - started)
 
 
-def wait_done(system: System, jobs: int, workers: list[subprocess.Popen]) -> tuple:
+def wait_done(
+    system: System, jobs: int, workers: list[subprocess.Popen], meter: Meter | None = None
+) -> tuple:
     """Poll the system's count of finished jobs until all are done.
 
     Returns (when the first finished jobs were seen, how many they were, when all were),
@@ -227,6 +245,8 @@ def wait_done(system: System, jobs: int, workers: list[subprocess.Popen]) -> tup
         exited = all(w.poll() is not None for w in workers)
         if now > deadline or (exited and system.done() < jobs):
             raise DrainFailed(f"{done} of {jobs} jobs done when the workers stopped")
+        if meter is not None:
+            meter.poll()
         time.sleep(POLL)
 
 
@@ -236,20 +256,50 @@ def reset(system: System) -> None:
     system.bench.sql.execute("TRUNCATE bench_peerrow")
 
 
-def measure_drain(system: System, kind: str, jobs: int, bulk: bool, logs: Path) -> Drain:
+def measure_drain(
+    system: System, kind: str, jobs: int, bulk: bool, logs: Path, meter: Meter
+) -> Drain:
     reset(system)
+    meter.start()
     enqueue_rate = timed_enqueue(system, kind, jobs, bulk)
+    # The new connection flushes the old backend's counters (outside the timing).
+    enqueue_costs = meter.stop(reconnect=system.reconnect)
     system.analyze()
+    meter.start()
     started = time.perf_counter()
     workers = start_workers(system, burst=system.burst, logs=logs)
     try:
-        first, first_count, last = wait_done(system, jobs, workers)
+        first, first_count, last = wait_done(system, jobs, workers, meter)
     finally:
         stop_workers(workers, wait_for_exit=system.burst)
+    drain_costs = meter.stop()
     if kind == "write":
         check_rows(system, jobs)
     steady = (jobs - first_count) / (last - first) if last > first else float("nan")
-    return Drain(enqueue_rate, jobs / (last - started), steady, first - started)
+    return Drain(
+        enqueue_rate,
+        jobs / (last - started),
+        steady,
+        first - started,
+        enqueue_costs.per_job(jobs, MICROSECONDS),
+        drain_costs.per_job(jobs, MICROSECONDS),
+    )
+
+
+def measure_idle(system: System, logs: Path, meter: Meter) -> Costs | None:
+    """What a drain of an empty queue costs (start-up, connections, shutdown), in total: the
+    part of a drain's costs that does not grow with its jobs. None for workers that do not
+    exit by themselves."""
+    if not system.burst:
+        return None
+    reset(system)
+    meter.start()
+    workers = start_workers(system, burst=True, logs=logs)
+    while any(w.poll() is None for w in workers):
+        meter.poll()
+        time.sleep(POLL)
+    stop_workers(workers, wait_for_exit=True)
+    return meter.stop()
 
 
 def check_rows(system: System, jobs: int) -> None:
@@ -305,28 +355,37 @@ def pop_stamp(name: str, stamps, n: int, timeout: float) -> float:
     return float(started)
 
 
-def run_all(systems: list[System], args: argparse.Namespace, logs: Path) -> dict:
+def run_all(systems: list[System], args: argparse.Namespace, logs: Path, meter: Meter) -> dict:
     """Every figure for every system, figure by figure (so a noisy minute hits all systems
     of a figure alike), ``--repeats`` times; returns the raw runs per system."""
     runs = {
-        s.name: {"single": [], "bulk": [], "write": [], "pickup": [], "failed": []} for s in systems
+        s.name: {"single": [], "bulk": [], "write": [], "pickup": [], "failed": [], "idle": []}
+        for s in systems
     }
     for repeat in range(args.repeats):
+        for system in systems:
+            idle = measure_idle(system, logs, meter)
+            if idle is not None:
+                runs[system.name]["idle"].append(idle)
         for label, kind, bulk in (
             ("single", "noop", False),
             ("bulk", "noop", True),
             ("write", "write", True),
         ):
+            if label not in args.figures.split(","):
+                continue
             for system in systems:
                 step = f"[{repeat + 1}/{args.repeats}] {system.name} {label}"
                 try:
-                    drain = measure_drain(system, kind, args.jobs, bulk, logs)
+                    drain = measure_drain(system, kind, args.jobs, bulk, logs, meter)
                 except DrainFailed as exc:
                     runs[system.name]["failed"].append(f"{label}, run {repeat + 1}: {exc}")
                     print(f"{step}: FAILED, {exc} (worker logs in {logs})", flush=True)
                     continue
                 runs[system.name][label].append(drain)
                 print(f"{step}: {fmt(drain)}", flush=True)
+        if args.no_pickup:
+            continue
         for system in systems:
             latencies = measure_pickup(system, args.pickup_samples, logs)
             runs[system.name]["pickup"].extend(latencies)
@@ -353,7 +412,7 @@ def figures(run: dict) -> dict[str, float]:
         values = [getattr(d, field) for label in labels for d in run[label]]
         return statistics.median(values) if values else math.nan
 
-    q = statistics.quantiles(run["pickup"], n=100)
+    q = statistics.quantiles(run["pickup"], n=100) if run["pickup"][1:] else [math.nan] * 99
     return {
         "single_enqueue": med(("single",), "enqueue"),
         "drain_single": med(("single",), "from_start"),
@@ -387,8 +446,69 @@ STEADY_COLUMNS = [
 ]
 
 
-def cell(value: float, fmt_: str) -> str:
-    return "-" if math.isnan(value) else fmt_.format(value)
+def cell(value: float | None, fmt_: str) -> str:
+    return "-" if value is None or math.isnan(value) else fmt_.format(value)
+
+
+#: (Costs field, heading, format) of the per-job cost tables.
+COST_COLUMNS = [
+    ("enqueuer_cpu_us", "enqueuer CPU µs", "{:,.0f}"),
+    ("worker_cpu_us", "worker CPU µs", "{:,.0f}"),
+    ("backend_cpu_us", "PG backend CPU µs", "{:,.0f}"),
+    ("statements", "PG statements", "{:.2f}"),
+    ("transactions", "PG commits", "{:.2f}"),
+    ("redis_commands", "Redis commands", "{:.2f}"),
+    ("wal_bytes", "WAL bytes", "{:,.0f}"),
+]
+COST_LABELS = {
+    "single": "no-op jobs enqueued one per call",
+    "bulk": "no-op jobs enqueued in bulk",
+    "write": "write jobs enqueued in bulk",
+}
+
+
+def median_costs(costs: list[Costs]) -> Costs:
+    """Field by field; None where no run measured it."""
+    values = {}
+    for key, _, _ in COST_COLUMNS:
+        measured = [getattr(c, key) for c in costs if getattr(c, key) is not None]
+        values[key] = statistics.median(measured) if measured else None
+    return Costs(**values)
+
+
+def cost_rows(run: dict, label: str, jobs: int) -> list[tuple[str, Costs]]:
+    """(phase, per-job medians) of one system's drains of ``label``: the enqueue, the drain,
+    and the drain less what a drain of an empty queue costs (its start-up and shutdown)."""
+    drains = run[label]
+    if not drains:
+        return []
+    drain = median_costs([d.drain_costs for d in drains])
+    rows = [("enqueue", median_costs([d.enqueue_costs for d in drains])), ("drain", drain)]
+    if run["idle"]:
+        idle = median_costs(run["idle"]).per_job(jobs, MICROSECONDS)
+        rows.append(("drain less start-up", drain.minus(idle)))
+    return rows
+
+
+def cost_table(systems: list[System], runs: dict, label: str, jobs: int) -> str:
+    rows = [
+        (system.name, phase, costs)
+        for system in systems
+        for phase, costs in cost_rows(runs[system.name], label, jobs)
+    ]
+    headings = ["system", "phase", *(heading for _, heading, _ in COST_COLUMNS)]
+    body = [
+        [name, phase, *(cell(getattr(costs, key), fmt_) for key, _, fmt_ in COST_COLUMNS)]
+        for name, phase, costs in rows
+    ]
+    widths = [max(len(row[i]) for row in [headings, *body]) for i in range(len(headings))]
+    return "\n".join(
+        "  ".join(
+            c.ljust(w) if i < 2 else c.rjust(w)
+            for i, (c, w) in enumerate(zip(line, widths, strict=True))
+        )
+        for line in [headings, ["-" * w for w in widths], *body]
+    )
 
 
 def table(rows: list[tuple[str, str, dict]], columns: list[tuple[str, str, str]]) -> str:
@@ -430,6 +550,10 @@ def print_report(systems: list[System], runs: dict, results: dict[str, dict], jo
             print(f"  {heading}{steady}: {cell(versus[key], '{:.2f}')}")
     else:
         print("\nno ratios: ours and PgQueuer were not both measured")
+    for label, what in COST_LABELS.items():
+        if any(runs[s.name][label] for s in systems):
+            print(f"\nper job, {what} (medians; bench/peer_costs.py says how each is read):")
+            print(cost_table(systems, runs, label, jobs))
     failed = [(s.name, f) for s in systems for f in runs[s.name]["failed"]]
     if failed:
         print("\nfailed drains (left out of the medians):")
@@ -484,6 +608,13 @@ def write_results(bench, args, systems, skipped, runs, results) -> None:
                     for label in ("single", "bulk", "write")
                 },
                 "pickup_ms": [round(ms, 3) for ms in runs[s.name]["pickup"]],
+                "idle_drain_costs": [asdict(c) for c in runs[s.name]["idle"]],
+                "costs_per_job": {
+                    label: {
+                        phase: asdict(c) for phase, c in cost_rows(runs[s.name], label, args.jobs)
+                    }
+                    for label in COST_LABELS
+                },
             }
             for s in systems
         },
@@ -491,9 +622,28 @@ def write_results(bench, args, systems, skipped, runs, results) -> None:
         "skipped": skipped,
         "caveats": CAVEATS,
     }
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"\nwrote {RESULTS.relative_to(ROOT)}")
+    args.output.parent.mkdir(exist_ok=True)
+    args.output.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"\nwrote {args.output}")
+
+
+def server_dsn(dsn: str) -> str:
+    return dsn.rsplit("/", 1)[0]
+
+
+def redis_servers(peer_url: str) -> list:
+    """A client of each Redis server the systems use (ours: the Django cache's; Celery and the
+    stamps: ``LQPEERS_REDIS_URL``), one per server."""
+    import redis
+    from django.conf import settings
+
+    urls = [settings.CACHES["default"]["LOCATION"], peer_url]
+    clients = {}
+    for url in urls:
+        client = redis.Redis.from_url(url)
+        kwargs = client.connection_pool.connection_kwargs
+        clients.setdefault((kwargs.get("host"), kwargs.get("port")), client)
+    return list(clients.values())
 
 
 def main() -> None:
@@ -511,7 +661,13 @@ def main() -> None:
         f"worker logs in {logs}",
         flush=True,
     )
-    runs = run_all(systems, args, logs)
+    meter = Meter(bench, server_dsn(dsn), dsn.rsplit("/", 1)[1], redis_servers(redis_url))
+    if not meter.pgss:
+        print("PG statements: pg_stat_statements is not loaded (shared_preload_libraries)")
+    if not meter.proc:
+        print("PG backend CPU: /proc of the server's backends is not readable here")
+    runs = run_all(systems, args, logs, meter)
+    meter.close()
     results = {s.name: figures(runs[s.name]) for s in systems}
     print_report(systems, runs, results, args.jobs)
     write_results(bench, args, systems, skipped, runs, results)

@@ -28,7 +28,7 @@ from django_leasequeue.ids import uuid7_strs
 from django_leasequeue.metrics import counters as metrics
 from django_leasequeue.protocol import NewJob
 from django_leasequeue.results import build_result, result_from_row
-from django_leasequeue.runtime.task_signals import send_task_signal
+from django_leasequeue.runtime.task_signals import send_task_signal, wanted
 from django_leasequeue.status import CancelOutcome
 from django_leasequeue.task import LeaseTask
 from django_leasequeue.tasks_framework import (
@@ -52,6 +52,9 @@ TaskCall = tuple[Task, Sequence[Any], Mapping[str, Any]]
 UNIQUE_KEY_MAX_LENGTH = 255
 # Batches of at least this many jobs are written with COPY (see ``enqueue_many``).
 COPY_FROM = 64
+# Tasks whose validated defaults a backend keeps (``.using()`` makes a new Task per call, so a
+# process may see unboundedly many: past this many, the backend forgets them all and starts over).
+KNOWN_TASKS_LIMIT = 1024
 
 
 class _TaskDefaults(NamedTuple):
@@ -85,6 +88,9 @@ class LeaseQueueBackend(BaseTaskBackend):
         super().__init__(alias, params)
         self.config = BackendConfig.from_options(self.options, self.queues)
         self.wakeups = Wakeups(self.config.redis_alias, self.config.key_prefix)
+        # id(task) -> (task, its defaults): validated once per Task object, not per enqueue.
+        # The entry holds the task, so its id cannot be reused while the entry exists.
+        self._known_tasks: dict[int, tuple[Task, _TaskDefaults]] = {}
 
     @cached_property
     def hooks(self) -> Hooks:
@@ -260,10 +266,11 @@ class LeaseQueueBackend(BaseTaskBackend):
         The jobs exist by now, so nothing here may raise into the caller: a failing receiver is
         logged, and so is a Redis that cannot be reached (workers then find the jobs by polling).
         """
-        for result in enqueued:
-            send_task_signal(task_enqueued, type(self), result)
+        if wanted(task_enqueued, type(self)):
+            for result in enqueued:
+                send_task_signal(task_enqueued, type(self), result)
         metrics.enqueued((result.task.queue_name, result.task.module_path) for result in enqueued)
-        self.wakeups.push(due)
+        self.wakeups.send(due)
 
     def new_job(
         self,
@@ -279,8 +286,8 @@ class LeaseQueueBackend(BaseTaskBackend):
         ``resolved``). ``upstream_arguments``: how many positional arguments a workflow step
         receives before ``args`` (its upstream results), for the signature check."""
         defaults = resolved.get(id(task))
-        if defaults is None:  # tasks are immutable: validate and resolve each once per batch
-            defaults = resolved[id(task)] = self._task_defaults(task)
+        if defaults is None:  # tasks are immutable: validate and resolve each once
+            defaults = resolved[id(task)] = self._known_defaults(task)
         args_json, kwargs_json = jsonargs.encode_arguments(
             defaults.task_path, args, kwargs, self.config.max_argument_bytes
         )
@@ -332,6 +339,18 @@ class LeaseQueueBackend(BaseTaskBackend):
                 f"stored ({problem})."
             )
         return key
+
+    def _known_defaults(self, task: Task) -> "_TaskDefaults":
+        """``_task_defaults``, once per Task object: a task is immutable, and so is what its
+        validation depends on (the backend's options, the task's import path)."""
+        known = self._known_tasks.get(id(task))
+        if known is not None and known[0] is task:
+            return known[1]
+        defaults = self._task_defaults(task)
+        if len(self._known_tasks) >= KNOWN_TASKS_LIMIT:
+            self._known_tasks.clear()
+        self._known_tasks[id(task)] = (task, defaults)
+        return defaults
 
     def task_defaults(self, task: Task) -> "_TaskDefaults":
         """What every job of ``task`` stores, validated (the scheduler inserts its jobs itself)."""

@@ -221,9 +221,27 @@ def _by_id(rows: list[Row]) -> dict[str, Row]:
 
 
 def enqueue(jobs: Sequence[NewJob]) -> Statement[dict[str, Row]]:
-    """Insert jobs; returns ``id -> {enqueued_at, run_after}`` of those inserted (not key-held)."""
+    """Insert jobs; returns ``id -> {enqueued_at, ...}`` of those inserted (not key-held)."""
     if len(jobs) == 1:
         [job] = jobs
+        if job.unique_key is None and job.limits is None and job.unique_for is None:
+            return _statement(
+                "enqueue_plain",
+                _by_id,
+                id=job.id,
+                task_path=job.task_path,
+                queue_name=job.task.queue_name,
+                priority=job.task.priority,
+                backend=job.task.backend,
+                args=job.args_json,
+                kwargs=job.kwargs_json,
+                run_after=job.task.run_after,
+                max_attempts=job.max_attempts,
+                timeout=job.timeout_seconds,
+                backoff=job.backoff_seconds,
+                expires_after=job.expires_after,
+                meta=job.meta_json,
+            )
         return _statement(
             "enqueue_one",
             _by_id,
@@ -818,8 +836,8 @@ def execute[T](statement: Statement[T], database: str = "default") -> T:
     """Run on Django's connection ``database``: inside the caller's transaction if one is open."""
     with connections[database].cursor() as cursor:
         cursor.execute(statement.query.sql, statement.params)
-        rows = cursor.fetchall() if cursor.description else []
-        return statement.read(_as_dicts(cursor.description, rows))
+        description = cursor.description  # built anew at each read: read it once
+        return statement.read(_as_dicts(description, cursor.fetchall() if description else []))
 
 
 async def aexecute[T](

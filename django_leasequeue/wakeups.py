@@ -16,6 +16,7 @@ from typing import Any
 from django_redis import get_redis_connection
 from redis.exceptions import RedisError, ResponseError
 
+from django_leasequeue import replyless
 from django_leasequeue.outage_log import OutageLog
 from django_leasequeue.tasks_framework import InvalidTaskBackend, task_backends
 
@@ -57,6 +58,14 @@ class Wakeups:
 
     def push(self, jobs: Iterable[tuple[str, str]]) -> bool:
         """RPUSH ``(queue_name, job_id)`` pairs in one round trip; False if Redis is unavailable."""
+        return self._push(jobs, wait_for_reply=True)
+
+    def send(self, jobs: Iterable[tuple[str, str]]) -> bool:
+        """As ``push``, without waiting for Redis's reply (``replyless.py``): enqueue's wakeups.
+        False when Redis could not be reached; True when the push was sent."""
+        return self._push(jobs, wait_for_reply=False)
+
+    def _push(self, jobs: Iterable[tuple[str, str]], wait_for_reply: bool) -> bool:
         by_queue: dict[str, list[str]] = {}
         for queue_name, job_id in jobs:
             by_queue.setdefault(queue_name, []).append(job_id)
@@ -64,7 +73,10 @@ class Wakeups:
             return False
         try:
             client = self.client()
-            if len(by_queue) == 1:  # one command needs no pipeline
+            if not wait_for_reply:
+                commands = [("RPUSH", self.key(name), *ids) for name, ids in by_queue.items()]
+                replyless.sender.send(client, commands)
+            elif len(by_queue) == 1:  # one command needs no pipeline
                 [(queue_name, ids)] = by_queue.items()
                 client.rpush(self.key(queue_name), *ids)
             else:

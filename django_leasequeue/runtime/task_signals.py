@@ -4,9 +4,10 @@ Receivers may use the ORM, so they cannot run on the event loop; one thread hop 
 signal (what ``Signal.asend`` does for sync receivers) is the largest fixed cost of a short job.
 Signals queued while a batch is being sent go out together in the next hop, in order.
 
-Django itself connects a receiver to each signal that logs every task at INFO. When that is the
-only receiver and its logger is quiet, sending does nothing, and ``wanted`` says so: the worker
-then builds no TaskResult for the signal at all. That receiver logs a FAILED task at ERROR; a
+Django itself connects a receiver to each signal that logs every task (at INFO; ``task_enqueued``
+at DEBUG). When that is the only receiver and its logger is quiet, sending does nothing, and
+``wanted`` says so: the worker then builds no TaskResult for the signal at all, and enqueue
+sends no ``task_enqueued``. That receiver logs a FAILED task at ERROR; a
 cancelled job is FAILED to Django, yet someone asked for it: the worker logs it as cancelled at
 INFO and drops Django's ERROR line for it.
 """
@@ -25,23 +26,26 @@ logger = logging.getLogger(__name__)
 
 _Emission = tuple[Signal, TaskResult, bool]
 
-# Django's own logging receivers, and the logger they write to.
+# Django's own logging receivers, each with the lowest level it logs at, to Django's logger.
 _LOGGING_RECEIVERS = {
-    django_task_signals.log_task_started,
-    django_task_signals.log_task_finished,
+    django_task_signals.log_task_enqueued: logging.DEBUG,
+    django_task_signals.log_task_started: logging.INFO,
+    django_task_signals.log_task_finished: logging.INFO,
 }
 
 
 def wanted(signal: Signal, sender: type) -> bool:
     """Whether sending ``signal`` would reach a receiver that does something."""
-    if not signal.has_listeners(sender):
-        return False
-    # Django keeps no public list of a signal's receivers for a sender.
+    # Django keeps no public list of a signal's receivers for a sender (``has_listeners``
+    # would build this list too).
     sync_receivers, async_receivers = signal._live_receivers(sender)
     receivers = [*sync_receivers, *async_receivers]
+    if not receivers:
+        return False
     if any(receiver not in _LOGGING_RECEIVERS for receiver in receivers):
         return True
-    return django_task_signals.logger.isEnabledFor(logging.INFO)
+    level = min(_LOGGING_RECEIVERS[receiver] for receiver in receivers)
+    return django_task_signals.logger.isEnabledFor(level)
 
 
 class _CancelledJobsFilter(logging.Filter):

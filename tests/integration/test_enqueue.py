@@ -288,3 +288,104 @@ def test_string_keys_that_look_like_numbers_are_kept_and_real_number_keys_are_re
     assert Job.objects.get(pk=add.enqueue(value, 1).id).args[0] == value
     with pytest.raises(InvalidTaskArguments, match="dictionary key 2 that is not a string"):
         add.enqueue({"1": "a", 2: "b"}, 1)
+
+
+def test_wakeups_sent_without_replies_survive_a_redis_restart(caplog):
+    """Enqueue's wakeup push waits for no reply (django_leasequeue/replyless.py): after Redis
+    restarts, the closed connection is noticed before the next push, which goes out on a new
+    one; while Redis is down, the push fails at once and is logged, and the job is enqueued."""
+    import redis
+
+    with RedisServer() as server:
+        tasks = {
+            "default": {
+                "BACKEND": "django_leasequeue.backend.LeaseQueueBackend",
+                "OPTIONS": {"key_prefix": "lqrestart"},
+            }
+        }
+        with override_settings(CACHES=server.caches(), TASKS=tasks):
+            wakeups = redis.Redis(port=server.port)
+            first = add.enqueue(1, 1)
+            assert wakeups.lrange("lqrestart:wakeups:default", 0, -1) == [first.id.encode()]
+            server.stop()
+            with caplog.at_level(logging.WARNING, logger="django_leasequeue"):
+                down = add.enqueue(2, 2)
+            assert "1 job(s) enqueued in PostgreSQL woke no worker" in caplog.text
+            server.start()
+            from django_leasequeue.tasks_framework import task_backends
+
+            task_backends["default"].wakeups._paused_until = 0.0  # not 5 s: the test goes on
+            wakeups = redis.Redis(port=server.port)
+            second = add.enqueue(3, 3)
+            third = add.enqueue(4, 4)
+            assert wakeups.lrange("lqrestart:wakeups:default", 0, -1) == [
+                second.id.encode(),
+                third.id.encode(),
+            ]
+            # The connection answered nothing: CLIENT REPLY OFF holds after a reconnection.
+            assert wakeups.info("commandstats")["cmdstat_rpush"]["calls"] == 2
+    assert Job.objects.filter(pk__in=[first.id, down.id, second.id, third.id]).count() == 4
+
+
+def test_threads_share_the_process_connection_for_wakeups():
+    """Django makes a backend per thread; the wakeups of every thread go out on the one
+    replyless connection of the process, not on one per thread."""
+    import threading
+
+    import redis
+
+    with RedisServer() as server:
+        tasks = {
+            "default": {
+                "BACKEND": "django_leasequeue.backend.LeaseQueueBackend",
+                "OPTIONS": {"key_prefix": "lqthreads"},
+            }
+        }
+        with override_settings(CACHES=server.caches(), TASKS=tasks):
+            results = []
+
+            def enqueue() -> None:
+                results.append(add.enqueue(1, 1).id)
+                connections.close_all()
+
+            threads = [threading.Thread(target=enqueue) for _ in range(4)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            add.enqueue(2, 2)
+            client = redis.Redis(port=server.port)
+            assert client.llen("lqthreads:wakeups:default") == 5
+            pushers = [c for c in client.client_list() if c["cmd"] == "rpush"]
+            assert len(pushers) == 1
+    assert Job.objects.filter(pk__in=results).count() == 4
+
+
+def test_task_enqueued_is_not_built_for_a_quiet_logger_alone(backend, caplog):
+    """With only Django's own receiver connected (it logs at DEBUG), enqueue sends
+    task_enqueued exactly when that logger would write the line."""
+    with caplog.at_level(logging.INFO, logger="django.tasks"):
+        add.enqueue(1, 1)
+    assert "enqueued backend=" not in caplog.text
+    with caplog.at_level(logging.DEBUG, logger="django.tasks"):
+        result = add.enqueue(2, 2)
+    assert f"Task id={result.id} path=tests.tasks.add enqueued backend=default" in caplog.text
+
+
+def test_the_plain_insert_stores_what_the_full_one_does(backend):
+    """One job with no unique key or limits takes the short INSERT (enqueue_plain); a keyed
+    one the full statement (enqueue_one). Every column the short one leaves out reads alike."""
+    job = backend.new_job("0190a5c0-0000-7000-8000-000000000001", add, (1, 2), {}, {})
+    assert protocol.enqueue([job]).query.name == "enqueue_plain"
+    keyed_job = job._replace(unique_key="k")
+    assert protocol.enqueue([keyed_job]).query.name == "enqueue_one"
+    plain = add.using(priority=5, queue_name="other").enqueue(1, 2)
+    keyed = report.enqueue(1)  # a keyed task: the full statement
+    names = [f.attname for f in Job._meta.fields]
+    skip = {"id", "enqueued_at", "run_after", "unique_key", "task_path", "args", "priority"}
+    skip |= {"queue_name", "max_attempts", "backoff_seconds", "timeout_seconds", "limits"}
+    one, other = (Job.objects.filter(pk=pk).values(*names).get() for pk in (plain.id, keyed.id))
+    assert {k: one[k] for k in names if k not in skip} == {
+        k: other[k] for k in names if k not in skip
+    }
+    assert (one["priority"], one["queue_name"], one["args"]) == (5, "other", [1, 2])

@@ -1,0 +1,79 @@
+"""Redis commands sent without waiting for a reply: enqueue's wakeup push off the caller's path.
+
+A wakeup is a hint (workers also poll, and the recover sweep re-sends wakeups for due jobs
+nobody claimed), and RPUSH's reply, the list's new length, is read by nobody. So the push after
+an enqueue's commit goes out on a connection of its own that has told Redis ``CLIENT REPLY
+OFF``: the caller pays for one ``send()`` into the socket, not for a round trip to Redis and
+back (a third of a single enqueue's time before, bench/peers.py). Pushes keep their order; a
+command this process sends afterwards on another connection may in principle reach Redis first
+(on one host it does not in practice: the push is in Redis's socket when ``send()`` returns).
+
+What this gives up is hearing about a failure after the send. A connection that the server
+closed (a restart) is noticed before sending, since it reads as ready, and the push goes out on
+a new one; only a connection broken without a word (a network partition) swallows pushes, where
+a round trip would have waited for its timeout and then dropped the push all the same.
+"""
+
+import os
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from redis.exceptions import ConnectionError as RedisConnectionError
+
+
+class ReplylessSender:
+    """One connection per Redis connection pool and process (after a fork the child opens its
+    own), shared by every thread and every backend instance (Django makes a backend per thread
+    and async context) under one lock: a send is short."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._connections: dict[Any, Any] = {}  # redis-py pool -> our connection to its server
+        self._open: set[Any] = set()  # pools whose connection sent its last command
+        self._pid = os.getpid()
+
+    def send(self, client: Any, commands: Sequence[tuple[Any, ...]]) -> None:
+        """Send ``commands`` on ``client``'s server (a redis-py ``Redis``) in one write.
+
+        Raises redis-py's ConnectionError or TimeoutError when the server cannot be reached.
+        """
+        pool = client.connection_pool
+        with self._lock:
+            connection = self._connection_for(pool)
+            try:
+                if pool in self._open:
+                    try:
+                        # Readable: the server closed it, or sent replies we never asked for.
+                        stale = connection.can_read(timeout=0)
+                    except RedisConnectionError:
+                        stale = True
+                    if stale:
+                        connection.disconnect()  # the send below connects afresh
+                connection.send_packed_command(
+                    connection.pack_commands(commands), check_health=False
+                )
+            except BaseException:
+                self._open.discard(pool)
+                connection.disconnect()
+                raise
+            self._open.add(pool)
+
+    def _connection_for(self, pool: Any) -> Any:
+        if self._pid != os.getpid():  # a forked child: the parent's sockets are not ours
+            self._connections, self._open, self._pid = {}, set(), os.getpid()
+        connection = self._connections.get(pool)
+        if connection is None:
+            # Built from the pool's settings but not taken from it: it never goes back.
+            connection = pool.connection_class(**pool.connection_kwargs)
+            connection.register_connect_callback(self._replies_off)
+            self._connections[pool] = connection
+        return connection
+
+    def _replies_off(self, connection: Any) -> None:
+        """Run on every (re)connection, after redis-py's own handshake."""
+        connection.send_command("CLIENT", "REPLY", "OFF", check_health=False)
+
+
+#: The process's sender.
+sender = ReplylessSender()
