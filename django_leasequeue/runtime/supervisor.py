@@ -64,6 +64,8 @@ class Supervisor:
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
         for slot in self.slots:
+            if self.stopping:  # a signal while the others started: start no more
+                break
             self._start(slot)
         exit_code = 0
         while any(slot.process is not None for slot in self.slots) or self._restarts_pending():
@@ -109,6 +111,11 @@ class Supervisor:
         slot.startup = StartupState(reader)
         slot.process, slot.started_at = process, time.monotonic()
         logger.info("Started worker process %d (pid %d).", slot.index, process.pid)
+        if self.stopping and process.pid is not None:
+            # The signal came while it was starting, before _on_signal could see it: pass it on,
+            # or the loop would wait for a process that nobody asked to stop.
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(process.pid, signal.SIGTERM)
 
     def _wait_for_exit(self, timeout: float) -> None:
         sentinels = [slot.process.sentinel for slot in self.slots if slot.process is not None]

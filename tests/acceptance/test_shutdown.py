@@ -138,3 +138,16 @@ def test_a_worker_waiting_for_postgresql_at_start_up_stops_at_once(start_workers
     # How long each process really tried, not the 0 s the stop itself waited.
     tried = re.findall(r"first answer after (\d+) s of trying", log)
     assert len(tried) == 2 and all(int(seconds) >= 6 for seconds in tried), log
+
+
+@pytest.mark.django_independent
+def test_a_stop_while_the_worker_processes_start_stops_every_one(start_workers):
+    """SIGTERM as soon as the first of 4 processes exists, while the supervisor starts the
+    others: a process started as the signal arrived is told to stop too, and runworkers exits
+    0 within seconds (it once waited for ever on a process nobody had asked to stop)."""
+    for _ in range(3):
+        workers = start_workers("--processes", "4", "--concurrency", "2")
+        wait_until(lambda workers=workers: workers.children(), 20, "a first worker process")
+        workers.signal(signal.SIGTERM)
+        assert workers.process.wait(20) == 0, workers.log()
+        assert not workers.children()
