@@ -13,6 +13,7 @@ from django_leasequeue import protocol
 from django_leasequeue.exceptions import InvalidTaskArguments
 from django_leasequeue.models import Job
 from django_leasequeue.tasks_framework import InvalidTask
+from django_leasequeue.tasks_framework import signals as task_signals
 from tests.helpers import try_claim, try_claim_batch
 from tests.servers import RedisServer
 from tests.settings import KEY_PREFIX
@@ -364,10 +365,11 @@ def test_threads_share_the_process_connection_for_wakeups():
 def test_task_enqueued_is_not_built_for_a_quiet_logger_alone(backend, caplog):
     """With only Django's own receiver connected (it logs at DEBUG), enqueue sends
     task_enqueued exactly when that logger would write the line."""
-    with caplog.at_level(logging.INFO, logger="django.tasks"):
+    tasks_logger = task_signals.logger.name  # django.tasks, or django_tasks on Django 5.2
+    with caplog.at_level(logging.INFO, logger=tasks_logger):
         add.enqueue(1, 1)
     assert "enqueued backend=" not in caplog.text
-    with caplog.at_level(logging.DEBUG, logger="django.tasks"):
+    with caplog.at_level(logging.DEBUG, logger=tasks_logger):
         result = add.enqueue(2, 2)
     assert f"Task id={result.id} path=tests.tasks.add enqueued backend=default" in caplog.text
 
