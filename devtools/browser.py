@@ -1,8 +1,9 @@
 """A Chromium for the browser tests, found or installed without asking anyone.
 
-In this order: a browser Playwright already has; a system Chromium; Playwright's own download
-(``python -m playwright install chromium``, where its site is reachable); Debian's ``chromium``
-package through apt-get when running as root. Otherwise stop with the one command to run.
+In this order: a browser Playwright already has; a system Chromium; Debian's ``chromium``
+package through apt-get when running as root; Playwright's own download (``python -m
+playwright install chromium``, where its site is reachable). Otherwise stop with the one
+command to run.
 """
 
 import os
@@ -43,11 +44,13 @@ def ensure_chromium(python: Path) -> str:
     found = os.environ.get(ENV_VAR) or _playwright_browser(python) or _system_browser()
     if found:
         return found
-    download = [python, "-m", "playwright", "install", "chromium"]
-    if apt.run_quietly(download, _PURPOSE, _PLAYWRIGHT_INSTALL_TIMEOUT):
-        found = _playwright_browser(python)
-    if not found and apt.install("chromium", _PURPOSE):
+    # The distribution's package first: Playwright's own download may be unreachable (it is on
+    # some build machines), and then it costs its timeout before anything else is tried.
+    if apt.install("chromium", _PURPOSE):
         found = _system_browser()
+    download = [python, "-m", "playwright", "install", "chromium"]
+    if not found and apt.run_quietly(download, _PURPOSE, _PLAYWRIGHT_INSTALL_TIMEOUT):
+        found = _playwright_browser(python)
     if not found:
         raise SystemExit(
             "The browser tests need Chromium and none could be installed. Run one of:\n"
