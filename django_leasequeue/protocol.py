@@ -74,6 +74,12 @@ class NewJob(NamedTuple):
     def queue_name(self) -> str:
         return self.task.queue_name
 
+    def expires_at(self, run_after: datetime) -> datetime | None:
+        """When it expires if it is first due at ``run_after`` (None: never)."""
+        if self.expires_after is None:
+            return None
+        return run_after + timedelta(seconds=self.expires_after)
+
 
 @dataclass(frozen=True, slots=True)
 class ClaimedJob:
@@ -224,42 +230,29 @@ def enqueue(jobs: Sequence[NewJob]) -> Statement[dict[str, Row]]:
     """Insert jobs; returns ``id -> {enqueued_at, ...}`` of those inserted (not key-held)."""
     if len(jobs) == 1:
         [job] = jobs
+        columns = {
+            "id": job.id,
+            "task_path": job.task_path,
+            "queue_name": job.task.queue_name,
+            "priority": job.task.priority,
+            "backend": job.task.backend,
+            "args": job.args_json,
+            "kwargs": job.kwargs_json,
+            "run_after": job.task.run_after,
+            "max_attempts": job.max_attempts,
+            "timeout": job.timeout_seconds,
+            "backoff": job.backoff_seconds,
+            "expires_after": job.expires_after,
+            "meta": job.meta_json,
+        }
         if job.unique_key is None and job.limits is None and job.unique_for is None:
-            return _statement(
-                "enqueue_plain",
-                _by_id,
-                id=job.id,
-                task_path=job.task_path,
-                queue_name=job.task.queue_name,
-                priority=job.task.priority,
-                backend=job.task.backend,
-                args=job.args_json,
-                kwargs=job.kwargs_json,
-                run_after=job.task.run_after,
-                max_attempts=job.max_attempts,
-                timeout=job.timeout_seconds,
-                backoff=job.backoff_seconds,
-                expires_after=job.expires_after,
-                meta=job.meta_json,
-            )
+            return _statement("enqueue_plain", _by_id, **columns)
         return _statement(
             "enqueue_one",
             _by_id,
-            id=job.id,
-            task_path=job.task_path,
-            queue_name=job.task.queue_name,
-            priority=job.task.priority,
-            backend=job.task.backend,
-            args=job.args_json,
-            kwargs=job.kwargs_json,
-            run_after=job.task.run_after,
-            max_attempts=job.max_attempts,
-            timeout=job.timeout_seconds,
-            backoff=job.backoff_seconds,
+            **columns,
             unique_key=job.unique_key,
-            expires_after=job.expires_after,
             unique_for=job.unique_for,
-            meta=job.meta_json,
             **limit_columns(job.limits),
         )
     limits = [limit_columns(job.limits) for job in jobs]
@@ -340,9 +333,7 @@ class JobCopy:
                 job.max_attempts,
                 job.timeout_seconds,
                 job.backoff_seconds,
-                None
-                if job.expires_after is None
-                else run_after + timedelta(seconds=job.expires_after),
+                job.expires_at(run_after),
                 job.meta_json,
             )
         )

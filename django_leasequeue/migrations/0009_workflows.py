@@ -32,7 +32,7 @@ ALTER TABLE leasequeue_dependency DROP CONSTRAINT leasequeue_dependency_child_fk
 #    its next statement (a new snapshot) sees the first one's settled row;
 # 3. a finished step put back (an operator's retry) unsettles its rows, and the children it had
 #    cancelled wait again (which cascades down too).
-STEP_TRIGGER = r"""
+STEP_FUNCTION = r"""
 CREATE FUNCTION leasequeue_step_status_changed() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     was_finished boolean := OLD.status IN ('succeeded', 'failed', 'cancelled');
@@ -112,6 +112,8 @@ BEGIN
     END IF;
     RETURN NULL;
 END $$;
+"""
+STEP_TRIGGER = STEP_FUNCTION + """
 CREATE TRIGGER leasequeue_step_status_changed AFTER UPDATE OF status ON leasequeue_job
 FOR EACH ROW WHEN (NEW.workflow_id IS NOT NULL AND OLD.status IS DISTINCT FROM NEW.status)
 EXECUTE FUNCTION leasequeue_step_status_changed();

@@ -3,7 +3,7 @@ the caller's when there is one. Every step is checked first, as ``enqueue`` chec
 nothing is written when one is refused. Steps with upstream steps wait; the others are due, and
 workers are woken for them once the transaction commits."""
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -146,11 +146,6 @@ def _step_row(
     task = job.task
     limits = protocol.limit_columns(job.limits)
     run_after = task.run_after or now
-    # A waiting step's expiry is moved with it when it becomes due (the step trigger keeps
-    # expires_at - run_after): expires_after counts from then, as it would for a job enqueued then.
-    expires_at = (
-        None if job.expires_after is None else run_after + timedelta(seconds=job.expires_after)
-    )
     return (
         job.id,
         job.task_path,
@@ -175,5 +170,7 @@ def _step_row(
         definition.upstream.value if definition.upstream else None,
         has_dependents,
         job.meta_json,
-        expires_at,
+        # A waiting step's expiry moves with it when it becomes due (the step trigger keeps
+        # expires_at - run_after): expires_after counts from then.
+        job.expires_at(run_after),
     )
