@@ -21,16 +21,25 @@ from typing import Any
 
 from redis.exceptions import ConnectionError as RedisConnectionError
 
+# What names a Redis server and database in a redis-py pool's connection settings.
+_SERVER_SETTINGS = ("host", "port", "path", "db", "username")
+
+
+def _server_of(pool: Any) -> tuple:
+    """The server (and database) a pool connects to: threads that start at once may each get a
+    pool of their own from django-redis for the same server, and they share one connection."""
+    return (pool.connection_class, *(pool.connection_kwargs.get(key) for key in _SERVER_SETTINGS))
+
 
 class ReplylessSender:
-    """One connection per Redis connection pool and process (after a fork the child opens its
-    own), shared by every thread and every backend instance (Django makes a backend per thread
-    and async context) under one lock: a send is short."""
+    """One connection per Redis server and database and per process (after a fork the child
+    opens its own), shared by every thread and every backend instance (Django makes a backend
+    per thread and async context) under one lock: a send is short."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._connections: dict[Any, Any] = {}  # redis-py pool -> our connection to its server
-        self._open: set[Any] = set()  # pools whose connection sent its last command
+        self._connections: dict[tuple, Any] = {}  # server (_server_of) -> our connection to it
+        self._open: set[tuple] = set()  # servers whose connection sent its last command
         self._pid = os.getpid()
 
     def send(self, client: Any, commands: Sequence[tuple[Any, ...]]) -> None:
@@ -39,10 +48,11 @@ class ReplylessSender:
         Raises redis-py's ConnectionError or TimeoutError when the server cannot be reached.
         """
         pool = client.connection_pool
+        server = _server_of(pool)
         with self._lock:
-            connection = self._connection_for(pool)
+            connection = self._connection_for(pool, server)
             try:
-                if pool in self._open:
+                if server in self._open:
                     try:
                         # Readable: the server closed it, or sent replies we never asked for.
                         stale = connection.can_read(timeout=0)
@@ -54,20 +64,20 @@ class ReplylessSender:
                     connection.pack_commands(commands), check_health=False
                 )
             except BaseException:
-                self._open.discard(pool)
+                self._open.discard(server)
                 connection.disconnect()
                 raise
-            self._open.add(pool)
+            self._open.add(server)
 
-    def _connection_for(self, pool: Any) -> Any:
+    def _connection_for(self, pool: Any, server: tuple) -> Any:
         if self._pid != os.getpid():  # a forked child: the parent's sockets are not ours
             self._connections, self._open, self._pid = {}, set(), os.getpid()
-        connection = self._connections.get(pool)
+        connection = self._connections.get(server)
         if connection is None:
             # Built from the pool's settings but not taken from it: it never goes back.
             connection = pool.connection_class(**pool.connection_kwargs)
             connection.register_connect_callback(self._replies_off)
-            self._connections[pool] = connection
+            self._connections[server] = connection
         return connection
 
     def _replies_off(self, connection: Any) -> None:
