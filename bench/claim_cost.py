@@ -1,14 +1,14 @@
 """``throughput.py --claim-cost``: what queue control (#23) costs the claims and the enqueue, each
 beside its baseline, in one run.
 
-- claims, before and after: the claim statements of ``--baseline`` (a git revision; default the
-  commit this branch started from) and of the working tree, run alternately on the same table of
+- claims, before and after: the claim statements of the commit where the working tree left
+  main (``git merge-base HEAD main``) and of the working tree, run alternately on the same table of
   due jobs, each in a transaction rolled back (so every run sees the same rows);
 - a paused queue's backlog: 200,000 jobs of a paused queue ahead of the live ones, claimed by
   one walk of the claim order (``claim_batch``) and by each open queue's head
   (``claim_batch_by_queue``, what workers use while a queue is paused);
-- expired jobs: a poll claim with 1,000,000 expired jobs ahead of the live ones, before and after
-  the sweep, and how long the sweep takes to fail them all;
+- expired jobs: the poll claims and the oldest-first read with 1,000,000 expired jobs ahead of
+  the live ones, then how long the sweep takes to fail them all;
 - the enqueue: ``enqueue_many`` and single enqueues with and without the index the per-queue
   claim reads (``leasequeue_job_queue_claim``), alternately.
 """
@@ -107,7 +107,7 @@ def seed_limited(cursor, jobs: int) -> None:
 
 
 def reset(cursor) -> None:
-    cursor.execute("TRUNCATE leasequeue_job, leasequeue_paused_queue")
+    cursor.execute("TRUNCATE leasequeue_job, leasequeue_paused_queue CASCADE")
 
 
 def analyze(cursor) -> None:
@@ -124,7 +124,9 @@ def run(jobs: int) -> dict:
     revision = baseline_revision()
     old = baseline_queries(revision)
     figures: dict = {"baseline": revision[:10]}
-    print(f"baseline: {revision[:10]} (before queue control); current: the working tree")
+    print(
+        f"baseline: {revision[:10]} (where the working tree left main); current: the working tree"
+    )
     with connection.cursor() as cursor:
         reset(cursor)
         seed_due(cursor, jobs)
@@ -190,17 +192,20 @@ def run(jobs: int) -> dict:
         seed_due(cursor, EXPIRED_BACKLOG, ago="2 hours", expired=True)
         seed_due(cursor, LIVE_JOBS)
         analyze(cursor)
-        params = {**claim, "queues": None}
+        # What workers run while jobs with an expiry wait (the sweep says so): the two-head poll
+        # claim and oldest-first read, and the per-queue head while a queue is paused.
+        reads = {
+            "claim_batch_with_expiring": {**claim, "queues": None},
+            "oldest_due_job": {"queues": None},
+            "claim_batch_by_queue": {**claim, "queues": ["default"]},
+        }
+        walks = {name: median_us(cursor, QUERIES[name].sql, p) for name, p in reads.items()}
 
         def poll_us() -> float:
-            return (
-                statistics.median(
-                    _timed(cursor, QUERIES["claim_batch"].sql, params) for _ in range(20)
-                )
-                * 1e6
+            return median_us(
+                cursor, QUERIES["claim_batch_with_expiring"].sql, reads["claim_batch_with_expiring"]
             )
 
-        before_sweep = poll_us()
         started, swept = time.perf_counter(), 0
         while batch := protocol.execute(statements.expire_jobs(limit=500)):
             swept += len(batch)
@@ -209,16 +214,19 @@ def run(jobs: int) -> dict:
         analyze(cursor)
         after_vacuum = poll_us()
         figures["expired backlog"] = {
-            "before_sweep_us": before_sweep,
+            **{f"{name}_before_sweep_us": us for name, us in walks.items()},
             "sweep_seconds": sweep_seconds,
             "after_sweep_us": after_sweep,
             "after_vacuum_us": after_vacuum,
         }
         print(
-            f"{EXPIRED_BACKLOG:,} expired jobs ahead of {LIVE_JOBS:,} live ones: a poll claim "
-            f"{before_sweep:,.0f} µs before the sweep; the sweep failed {swept:,} in "
-            f"{sweep_seconds:.1f} s (batches of 500); then {after_sweep:,.0f} µs, "
-            f"{after_vacuum:,.0f} µs after VACUUM"
+            f"{EXPIRED_BACKLOG:,} expired jobs ahead of {LIVE_JOBS:,} live ones, before the sweep:"
+        )
+        for name, us in walks.items():
+            print(f"  {name}: {us:,.0f} µs")
+        print(
+            f"the sweep failed {swept:,} in {sweep_seconds:.1f} s (batches of 500); then a poll "
+            f"claim {after_sweep:,.0f} µs, {after_vacuum:,.0f} µs after VACUUM"
         )
         reset(cursor)
     figures["enqueue"] = enqueue_cost(jobs)

@@ -1,5 +1,6 @@
 from django.apps import AppConfig
 from django.core import checks
+from django.db.models.signals import post_migrate
 
 
 class LeaseQueueConfig(AppConfig):
@@ -14,5 +15,7 @@ class LeaseQueueConfig(AppConfig):
 
     def ready(self) -> None:
         from django_leasequeue.checks import check_progress_script
+        from django_leasequeue.control.permission import ensure_pause_permission
 
         checks.register(check_progress_script, checks.Tags.staticfiles)
+        post_migrate.connect(ensure_pause_permission, sender=self)

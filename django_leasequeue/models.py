@@ -132,13 +132,30 @@ class Job(models.Model):
         indexes = [
             # In claim order, so a claim reads the first rows instead of sorting the backlog;
             # queue names are filtered during the walk (one index serves any set of queues).
-            # Jobs held to limits are left out: the flow claim walks them by partition.
+            # Jobs held to limits are left out: the flow claim walks them by partition. Jobs
+            # with an expiry are left out too: claims reach them through the next index.
             models.Index(
                 models.F("priority").desc(),
                 "run_after",
                 "id",
-                name="leasequeue_job_claim_order",
-                condition=models.Q(status__in=JobStatus.claimable(), flow_key__isnull=True),
+                name="leasequeue_job_claim_plain",
+                condition=models.Q(
+                    status__in=JobStatus.claimable(),
+                    flow_key__isnull=True,
+                    expires_at__isnull=True,
+                ),
+            ),
+            # Jobs with an expiry, from each priority's first unexpired one (a range scan from
+            # now()): a backlog of expired jobs is never read by a claim.
+            models.Index(
+                models.F("priority").desc(),
+                "expires_at",
+                name="leasequeue_job_claim_expiring",
+                condition=models.Q(
+                    status__in=JobStatus.claimable(),
+                    flow_key__isnull=True,
+                    expires_at__isnull=False,
+                ),
             ),
             # The flow claim: partitions by a loose index scan, then each one's head in
             # claim order.
@@ -195,7 +212,7 @@ class Job(models.Model):
                 condition=models.Q(status__in=JobStatus.claimable()),
             ),
             # While a queue is paused, claims take each open queue's head in claim order here
-            # instead of walking the paused queue's backlog in leasequeue_job_claim_order.
+            # instead of walking the paused queue's backlog in leasequeue_job_claim_plain.
             models.Index(
                 "queue_name",
                 models.F("priority").desc(),

@@ -374,10 +374,17 @@ def claim_by_ids(
 
 
 def claim_batch(
-    queues: Sequence[str] | None, limit: int, *, worker_id: str, lease_seconds: float
+    queues: Sequence[str] | None,
+    limit: int,
+    *,
+    worker_id: str,
+    lease_seconds: float,
+    with_expiring: bool = True,
 ) -> Statement[list[ClaimedJob]]:
+    """The poll claim in priority order; jobs with an expiry only ``with_expiring`` (a dearer
+    plan: workers ask for them while their sweep sees one waiting)."""
     return _statement(
-        "claim_batch",
+        "claim_batch_with_expiring" if with_expiring else "claim_batch",
         _claimed,
         queues=None if queues is None else list(queues),
         limit=limit,
@@ -671,6 +678,10 @@ def recover_expired(*, limit: int, backoff_cap_seconds: float) -> Statement[list
     return _statement(
         "recover_expired", _swept, limit=limit, backoff_cap_seconds=backoff_cap_seconds
     )
+
+
+def expiring_jobs_waiting() -> Statement[bool]:
+    return _statement("expiring_jobs_waiting", lambda rows: bool(rows[0]["waiting"]))
 
 
 def stale_due_jobs(*, older_than_seconds: float, limit: int) -> Statement[list[Row]]:

@@ -4,6 +4,7 @@ from django.test import Client
 from django_redis import get_redis_connection
 
 from django_leasequeue.tasks_framework import task_backends
+from tests.permissions import APP_LABELS
 
 pytest_plugins = ["tests.leftovers"]
 
@@ -34,7 +35,9 @@ def staff_client(django_user_model):
             f"staff-{'-'.join(codenames) or 'none'}", password="pw", is_staff=True
         )
         user.user_permissions.set(
-            Permission.objects.filter(content_type__app_label="leasequeue", codename__in=codenames)
+            Permission.objects.filter(
+                content_type__app_label__in=APP_LABELS, codename__in=codenames
+            )
         )
         client = Client()
         client.force_login(user)

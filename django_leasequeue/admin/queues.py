@@ -1,8 +1,9 @@
 """Pausing and resuming queues from the job list's queue summary.
 
 The summary shows each queue's pause (with its reason and since when); staff with the
-``leasequeue.pause_queue`` permission get a Pause or Resume button on its row. Both buttons post
-to the views here, which run ``backend.pause_queue`` / ``resume_queue`` (``control/pausing.py``).
+``django_leasequeue.pause_queue`` permission (``control/permission.py``) get a Pause or Resume
+button on its row. Both buttons post to the views here, which run ``backend.pause_queue`` /
+``resume_queue`` (``control/pausing.py``).
 """
 
 from typing import Any
@@ -19,9 +20,8 @@ from django_leasequeue.admin import display as show
 from django_leasequeue.backend import LeaseQueueBackend, lease_queue_backends
 from django_leasequeue.control import statements
 from django_leasequeue.control.pausing import PauseFailed
+from django_leasequeue.control.permission import PERMISSION
 from django_leasequeue.models import PausedQueue
-
-PERMISSION = "leasequeue.pause_queue"
 
 
 def may_pause(request: HttpRequest) -> bool:

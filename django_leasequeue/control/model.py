@@ -21,9 +21,9 @@ class PausedQueue(models.Model):
         db_table = "leasequeue_paused_queue"
         verbose_name = _("paused queue")
         verbose_name_plural = _("paused queues")
-        # Staff pause and resume queues on the job list's summary, with this one permission.
+        # Staff pause and resume queues on the job list's summary with one permission,
+        # django_leasequeue.pause_queue, made by control/permission.py.
         default_permissions = ()
-        permissions = [("pause_queue", _("Can pause and resume queues"))]
 
     def __str__(self) -> str:
         return self.queue_name

@@ -81,7 +81,8 @@ def job_ids(raw: Sequence[object], garbage: DroppedWakeups) -> Popped:
 class Claimer:
     """Claims jobs for free slots and hands them to ``start_jobs``; ``slot_freed`` is called
     when a job ends. ``in_flight`` counts the jobs running now, ``fenced`` says whether the
-    heartbeat could not confirm renewals (then nothing is claimed)."""
+    heartbeat could not confirm renewals (then nothing is claimed), ``expiring_waiting`` whether
+    the sweep saw a job with an expiry waiting (then polls read those too)."""
 
     def __init__(
         self,
@@ -97,6 +98,7 @@ class Claimer:
         stopping: asyncio.Event,
         in_flight: Callable[[], int],
         fenced: Callable[[], bool],
+        expiring_waiting: Callable[[], bool],
         start_jobs: StartJobs,
     ) -> None:
         self.db = db
@@ -111,6 +113,7 @@ class Claimer:
         self.stopping = stopping
         self._in_flight = in_flight
         self._fenced = fenced
+        self._expiring_waiting = expiring_waiting
         self._start_jobs = start_jobs
         # While a queue is paused, polls read the heads of the open queues instead.
         self.open_queues = OpenQueues(db, self.queues, interval=backend_config.poll_seconds)
@@ -254,6 +257,7 @@ class Claimer:
                 free,
                 worker_id=self.worker_id,
                 lease_seconds=self.backend_config.lease_seconds,
+                with_expiring=self._expiring_waiting(),
             )
         return protocol.claim_batch_by_queue(
             open_queues,

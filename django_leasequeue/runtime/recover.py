@@ -1,11 +1,12 @@
 """The recover sweep: expired leases go back to retrying (or failed, once their attempts are
 used up), jobs past their expiry end failed (``JobExpired``), and workers are woken again for
-due jobs nobody claimed for a while. Every worker process runs it at start and every
-``sweep_seconds``; concurrent sweeps are harmless (each row is moved by one conditional
-statement)."""
+due jobs nobody claimed for a while. Every worker process recovers leases before its first
+claim, then sweeps at once and every ``sweep_seconds``; concurrent sweeps are harmless (each row
+is moved by one conditional statement)."""
 
 import asyncio
 import logging
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
@@ -36,18 +37,42 @@ class RecoverSweep:
         self.wakeups = wakeups
         self.redis_calls = redis_calls
         self.wakeups_usable = wakeups_usable
+        # Whether a job with an expiry waited at the last sweep: the claimer's polls then use
+        # the claim that reads them too (claim_batch_with_expiring).
+        self.expiring_waiting = False
 
     async def run(self) -> None:
+        """Sweep now (the expiry of a backlog left by an outage starts at once, beside the
+        claims), then every ``sweep_seconds``."""
         while True:
-            await asyncio.sleep(self.backend_config.sweep_seconds)
             try:
                 await self.sweep_once()
             except Exception:
                 logger.exception("Recover sweep failed; trying again next interval.")
+            await asyncio.sleep(self.backend_config.sweep_seconds)
 
     async def sweep_once(self) -> None:
         """Recover expired leases and expire jobs past their expiry (in bounded batches), and
         wake workers for forgotten due jobs."""
+        await self.before_first_claim()
+        await self._expire_waiting()
+        if self.wakeups_usable():
+            stale = await self.db.run(await self._stale_due(self.backend_config.sweep_batch))
+            if stale:
+                pairs = [(row["queue_name"], str(row["id"])) for row in stale]
+                await asyncio.get_running_loop().run_in_executor(
+                    self.redis_calls, self.wakeups.push_where_idle, pairs
+                )
+
+    async def before_first_claim(self) -> None:
+        """Recover expired leases, and see whether jobs with an expiry wait. The expiry of
+        waiting jobs, which after a long outage may be a million rows, is left to ``run``,
+        beside the claims (which never pick an expired job)."""
+        await self.recover_leases()
+        self.expiring_waiting = await self.db.run(protocol.expiring_jobs_waiting())
+
+    async def recover_leases(self) -> None:
+        """Expired leases go back to retrying (or failed), in bounded batches."""
         batch = self.backend_config.sweep_batch
         while True:
             swept = await self.db.run(
@@ -64,16 +89,25 @@ class RecoverSweep:
                 self._expired(await self.db.run(expire_doomed(retrying)))
             if len(swept) < batch:
                 break
-        while len(expired := await self.db.run(expire_jobs(limit=batch))) == batch:
-            self._expired(expired)
-        self._expired(expired)
-        if self.wakeups_usable():
-            stale = await self.db.run(await self._stale_due(batch))
-            if stale:
-                pairs = [(row["queue_name"], str(row["id"])) for row in stale]
-                await asyncio.get_running_loop().run_in_executor(
-                    self.redis_calls, self.wakeups.push_where_idle, pairs
-                )
+
+    async def _expire_waiting(self) -> None:
+        """Waiting jobs past their expiry end failed, in bounded batches, with one log line for
+        the whole sweep (a backlog after an outage may be a million jobs)."""
+        batch = self.backend_config.sweep_batch
+        tasks: Counter[str] = Counter()
+        while True:
+            expired = await self.db.run(expire_jobs(limit=batch))
+            for job in expired:
+                metrics.expired(job.queue_name, job.task_path)
+                tasks[job.task_path] += 1
+            if len(expired) < batch:
+                break
+        if tasks:
+            logger.warning(
+                "%d job(s) expired before they started (%s).",
+                tasks.total(),
+                ", ".join(sorted(tasks)),
+            )
 
     async def _stale_due(self, batch: int) -> protocol.Statement[list[protocol.Row]]:
         """Stale due jobs to wake workers for; while a queue is paused, from the open queues'

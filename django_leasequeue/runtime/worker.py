@@ -107,6 +107,7 @@ class WorkerLoop:
             stopping=self.stopping,
             in_flight=self.in_flight.__len__,
             fenced=lambda: self.heartbeat.fenced,
+            expiring_waiting=lambda: self.sweep.expiring_waiting,
             start_jobs=self._start_jobs,
         )
         self.sweep = RecoverSweep(
@@ -162,7 +163,8 @@ class WorkerLoop:
         self.hard_stop.set()
 
     async def run(self, on_started: Callable[[], None] | None = None) -> None:
-        """Run until stopped; ``on_started`` is called once PostgreSQL took the first sweep."""
+        """Run until stopped; ``on_started`` is called once PostgreSQL answered the first
+        recovery of leases."""
         logger.info(
             "Worker %s: queues=%s concurrency=%d wakeups=%s",
             self.worker_id,
@@ -177,8 +179,9 @@ class WorkerLoop:
             waiting.cancel()
 
     async def _serve(self, on_started: Callable[[], None] | None) -> None:
-        """The first sweep (waiting for PostgreSQL), then the services until claiming ends."""
-        if not await unless_stopped(self.sweep.sweep_once(), self.stopping):
+        """The leases' recovery (waiting for PostgreSQL), then the services until claiming
+        ends."""
+        if not await unless_stopped(self.sweep.before_first_claim(), self.stopping):
             await close_within(self.beat_db.close())
             logger.info("Worker %s stopped before PostgreSQL answered.", self.worker_id)
             return

@@ -28,13 +28,17 @@ WITH RECURSIVE partitions AS (
     FROM (SELECT flow_key FROM partitions WHERE flow_key IS NOT NULL
           LIMIT %(partitions)s::integer) AS chosen
     CROSS JOIN LATERAL (
-        SELECT id, flow_key, queue_name, limits, priority, run_after FROM leasequeue_job
-        WHERE status IN ('queued', 'retrying') AND flow_key = chosen.flow_key
-          AND run_after <= now()
-          AND (%(queues)s::text[] IS NULL OR queue_name = ANY(%(queues)s::text[]))
-          AND (expires_at IS NULL OR expires_at > now())
-          AND queue_name || '' <> ALL(ARRAY(SELECT queue_name FROM leasequeue_paused_queue))
-        ORDER BY priority DESC, run_after, id
+        SELECT id, flow_key, queue_name, limits, priority, run_after FROM (
+            SELECT id, flow_key, queue_name, limits, priority, run_after, expires_at
+            FROM leasequeue_job
+            WHERE status IN ('queued', 'retrying') AND flow_key = chosen.flow_key
+              AND run_after <= now()
+              AND (%(queues)s::text[] IS NULL OR queue_name = ANY(%(queues)s::text[]))
+              AND queue_name || '' <> ALL(ARRAY(SELECT queue_name FROM leasequeue_paused_queue))
+            ORDER BY priority DESC, run_after, id
+            LIMIT 1000  -- a bounded walk past expired jobs, as in jobs.sql
+        ) AS walked
+        WHERE walked.expires_at IS NULL OR walked.expires_at > now()
         LIMIT %(per_partition)s::integer
     ) AS head
 ), locked AS MATERIALIZED (

@@ -4,6 +4,18 @@
 -- written.
 --
 -- Claims skip jobs of paused queues (leasequeue_paused_queue) and jobs past their expires_at.
+-- Expiry depends on now(), so no index predicate can leave expired jobs out; a backlog of them
+-- ahead of the live ones (an outage longer than their expires_after) must not be walked:
+-- - the reads over every queue (claim_batch_with_expiring, oldest_due_job, stale_due_jobs) merge
+--   two heads: jobs without an expiry in claim order (leasequeue_job_claim_plain), and jobs with
+--   one from each priority's first unexpired row (leasequeue_job_claim_expiring: a range scan
+--   from now(), so expired rows are never read; within a priority these go earliest expiry
+--   first). Planning that statement costs a poll about 0.3 ms more, so workers poll with
+--   claim_batch, the first head alone, while their sweep finds no job with an expiry waiting
+--   (expiring_jobs_waiting); jobs with an expiry enqueued since are woken by id meanwhile;
+-- - the reads of each open queue's head, while a queue is paused, walk at most 1000 due rows
+--   (`walked`) and keep the unexpired ones.
+-- The sweep fails expired jobs meanwhile (expire_jobs).
 -- The pause test is written `queue_name || '' <> ALL(...)`: as an expression, the planner gives
 -- it a default estimate instead of one from queue_name's statistics (with a single queue, any
 -- `queue_name <> x` looks as if it kept no row, and the plan would sort the whole backlog).
@@ -106,17 +118,77 @@ RETURNING id, task_path, queue_name, priority, backend, args, kwargs, attempt, m
           meta;
 
 -- name: claim_batch
--- Poll path: claim up to %(limit)s::integer due unlimited jobs of the given queues (NULL = all) in priority order, none of a paused queue.
+-- Poll path: claim up to %(limit)s::integer due unlimited jobs without an expiry of the given queues (NULL = all) in priority order, none of a paused queue.
 WITH picked AS (
     SELECT id FROM leasequeue_job
-    WHERE status IN ('queued', 'retrying') AND flow_key IS NULL
+    WHERE status IN ('queued', 'retrying') AND flow_key IS NULL AND expires_at IS NULL
       AND (%(queues)s::text[] IS NULL OR queue_name = ANY(%(queues)s::text[]))
       AND run_after <= now()
-      AND (expires_at IS NULL OR expires_at > now())
       AND queue_name || '' <> ALL(ARRAY(SELECT queue_name FROM leasequeue_paused_queue))
     ORDER BY priority DESC, run_after, id
     LIMIT %(limit)s::integer
     FOR UPDATE SKIP LOCKED
+)
+UPDATE leasequeue_job AS job
+SET status = 'running',
+    worker_id = %(worker_id)s::text,
+    worker_ids = job.worker_ids || to_jsonb(%(worker_id)s::text),
+    lease_version = job.lease_version + 1,
+    attempt = job.attempt + 1,
+    started_at = coalesce(job.started_at, now()),
+    last_attempted_at = now(),
+    heartbeat_at = now(),
+    lease_expires_at = now() + make_interval(secs => %(lease_seconds)s::float8)
+FROM picked
+WHERE job.id = picked.id
+RETURNING job.id, job.task_path, job.queue_name, job.priority, job.backend, job.args, job.kwargs,
+          job.attempt, job.max_attempts, job.lease_version, job.timeout_seconds,
+          job.backoff_seconds, job.checkpoint, job.enqueued_at, job.started_at,
+          job.last_attempted_at, job.worker_ids, job.errors, job.run_after, job.workflow_id,
+          job.upstream, job.has_dependents, job.meta;
+
+-- name: claim_batch_with_expiring
+-- Poll path while jobs with an expiry wait: as claim_batch, merged with the jobs with an expiry, none past it.
+-- Two heads, merged: jobs without an expiry in claim order (leasequeue_job_claim_plain), and
+-- jobs with one from each priority's first unexpired row (leasequeue_job_claim_expiring, one
+-- probe per priority present), so expired jobs are never read at all.
+WITH RECURSIVE expiring_priorities AS (
+    (SELECT priority FROM leasequeue_job
+     WHERE status IN ('queued', 'retrying') AND flow_key IS NULL AND expires_at IS NOT NULL
+     ORDER BY priority DESC LIMIT 1)
+    UNION ALL
+    SELECT (SELECT job.priority FROM leasequeue_job AS job
+            WHERE job.status IN ('queued', 'retrying') AND job.flow_key IS NULL
+              AND job.expires_at IS NOT NULL AND job.priority < expiring_priorities.priority
+            ORDER BY job.priority DESC LIMIT 1)
+    FROM expiring_priorities
+    WHERE expiring_priorities.priority IS NOT NULL
+), candidates AS (
+    SELECT * FROM (
+        SELECT id, priority, run_after FROM leasequeue_job
+        WHERE status IN ('queued', 'retrying') AND flow_key IS NULL AND expires_at IS NULL
+          AND (%(queues)s::text[] IS NULL OR queue_name = ANY(%(queues)s::text[]))
+          AND run_after <= now()
+          AND queue_name || '' <> ALL(ARRAY(SELECT queue_name FROM leasequeue_paused_queue))
+        ORDER BY priority DESC, run_after, id
+        LIMIT %(limit)s::integer
+        FOR UPDATE SKIP LOCKED
+    ) AS plain
+    UNION ALL
+    SELECT head.* FROM expiring_priorities
+    CROSS JOIN LATERAL (
+        SELECT id, priority, run_after FROM leasequeue_job
+        WHERE status IN ('queued', 'retrying') AND flow_key IS NULL
+          AND priority = expiring_priorities.priority AND expires_at > now()
+          AND (%(queues)s::text[] IS NULL OR queue_name = ANY(%(queues)s::text[]))
+          AND run_after <= now()
+          AND queue_name || '' <> ALL(ARRAY(SELECT queue_name FROM leasequeue_paused_queue))
+        ORDER BY expires_at
+        LIMIT %(limit)s::integer
+        FOR UPDATE SKIP LOCKED
+    ) AS head
+), picked AS (
+    SELECT id FROM candidates ORDER BY priority DESC, run_after, id LIMIT %(limit)s::integer
 )
 UPDATE leasequeue_job AS job
 SET status = 'running',
@@ -141,14 +213,17 @@ RETURNING job.id, job.task_path, job.queue_name, job.priority, job.backend, job.
 WITH picked AS (
     SELECT head.id FROM unnest(%(queues)s::text[]) AS open(queue_name)
     CROSS JOIN LATERAL (
-        SELECT id, priority, run_after FROM leasequeue_job
-        WHERE queue_name = open.queue_name
-          AND status IN ('queued', 'retrying') AND flow_key IS NULL
-          AND run_after <= now()
-          AND (expires_at IS NULL OR expires_at > now())
-        ORDER BY priority DESC, run_after, id
+        SELECT id, priority, run_after FROM (
+            SELECT id, priority, run_after, expires_at FROM leasequeue_job
+            WHERE queue_name = open.queue_name
+              AND status IN ('queued', 'retrying') AND flow_key IS NULL
+              AND run_after <= now()
+            ORDER BY priority DESC, run_after, id
+            LIMIT 1000
+            FOR UPDATE SKIP LOCKED
+        ) AS walked
+        WHERE walked.expires_at IS NULL OR walked.expires_at > now()
         LIMIT %(limit)s::integer
-        FOR UPDATE SKIP LOCKED
     ) AS head
     -- The list may be a moment old: a queue paused since is still refused here.
     WHERE open.queue_name <> ALL(ARRAY(SELECT queue_name FROM leasequeue_paused_queue))
@@ -174,43 +249,68 @@ RETURNING job.id, job.task_path, job.queue_name, job.priority, job.backend, job.
           job.upstream, job.has_dependents, job.meta;
 
 -- name: oldest_due_job
--- Fairness: the unlimited due job waiting longest, whatever its priority, none of a paused queue (one index probe per priority present).
-WITH RECURSIVE priorities AS (
+-- Fairness: the unlimited due job waiting longest, whatever its priority, none of a paused queue or past its expiry (one index probe per priority present, on each of claim_batch's two heads).
+WITH RECURSIVE plain_priorities AS (
     (SELECT priority FROM leasequeue_job
-     WHERE status IN ('queued', 'retrying') AND flow_key IS NULL
+     WHERE status IN ('queued', 'retrying') AND flow_key IS NULL AND expires_at IS NULL
      ORDER BY priority DESC LIMIT 1)
     UNION ALL
     SELECT (SELECT job.priority FROM leasequeue_job AS job
             WHERE job.status IN ('queued', 'retrying') AND job.flow_key IS NULL
-              AND job.priority < priorities.priority
+              AND job.expires_at IS NULL AND job.priority < plain_priorities.priority
             ORDER BY job.priority DESC LIMIT 1)
-    FROM priorities
-    WHERE priorities.priority IS NOT NULL
+    FROM plain_priorities
+    WHERE plain_priorities.priority IS NOT NULL
+), expiring_priorities AS (
+    (SELECT priority FROM leasequeue_job
+     WHERE status IN ('queued', 'retrying') AND flow_key IS NULL AND expires_at IS NOT NULL
+     ORDER BY priority DESC LIMIT 1)
+    UNION ALL
+    SELECT (SELECT job.priority FROM leasequeue_job AS job
+            WHERE job.status IN ('queued', 'retrying') AND job.flow_key IS NULL
+              AND job.expires_at IS NOT NULL AND job.priority < expiring_priorities.priority
+            ORDER BY job.priority DESC LIMIT 1)
+    FROM expiring_priorities
+    WHERE expiring_priorities.priority IS NOT NULL
 )
-SELECT head.id FROM priorities
+SELECT head.id, head.run_after FROM plain_priorities
 CROSS JOIN LATERAL (
     SELECT id, run_after FROM leasequeue_job
-    WHERE status IN ('queued', 'retrying') AND flow_key IS NULL
-      AND priority = priorities.priority AND run_after <= now()
+    WHERE status IN ('queued', 'retrying') AND flow_key IS NULL AND expires_at IS NULL
+      AND priority = plain_priorities.priority AND run_after <= now()
       AND (%(queues)s::text[] IS NULL OR queue_name = ANY(%(queues)s::text[]))
-      AND (expires_at IS NULL OR expires_at > now())
       AND queue_name || '' <> ALL(ARRAY(SELECT queue_name FROM leasequeue_paused_queue))
     ORDER BY priority DESC, run_after, id
     LIMIT 1
 ) AS head
-ORDER BY head.run_after, head.id
+UNION ALL
+SELECT head.id, head.run_after FROM expiring_priorities
+CROSS JOIN LATERAL (
+    SELECT id, run_after FROM leasequeue_job
+    WHERE status IN ('queued', 'retrying') AND flow_key IS NULL
+      AND priority = expiring_priorities.priority AND expires_at > now()
+      AND run_after <= now()
+      AND (%(queues)s::text[] IS NULL OR queue_name = ANY(%(queues)s::text[]))
+      AND queue_name || '' <> ALL(ARRAY(SELECT queue_name FROM leasequeue_paused_queue))
+    ORDER BY expires_at
+    LIMIT 1
+) AS head
+ORDER BY run_after, id
 LIMIT 1;
 
 -- name: oldest_due_job_by_queue
 -- Fairness while a queue is paused: as oldest_due_job, over these open queues (one index probe each).
 SELECT head.id FROM unnest(%(queues)s::text[]) AS open(queue_name)
 CROSS JOIN LATERAL (
-    SELECT id, run_after FROM leasequeue_job
-    WHERE queue_name = open.queue_name
-      AND status IN ('queued', 'retrying') AND flow_key IS NULL
-      AND run_after <= now()
-      AND (expires_at IS NULL OR expires_at > now())
-    ORDER BY run_after
+    SELECT id, run_after FROM (
+        SELECT id, run_after, expires_at FROM leasequeue_job
+        WHERE queue_name = open.queue_name
+          AND status IN ('queued', 'retrying') AND flow_key IS NULL
+          AND run_after <= now()
+        ORDER BY run_after
+        LIMIT 1000
+    ) AS walked
+    WHERE walked.expires_at IS NULL OR walked.expires_at > now()
     LIMIT 1
 ) AS head
 WHERE open.queue_name <> ALL(ARRAY(SELECT queue_name FROM leasequeue_paused_queue))
@@ -352,13 +452,48 @@ FROM expired
 WHERE job.id = expired.id
 RETURNING job.id, job.status, job.queue_name, job.task_path;
 
+-- name: expiring_jobs_waiting
+-- Sweep: whether any unlimited job with an expiry waits (one index probe): polls then use claim_batch_with_expiring.
+SELECT EXISTS (
+    SELECT 1 FROM leasequeue_job
+    WHERE status IN ('queued', 'retrying') AND flow_key IS NULL AND expires_at IS NOT NULL
+) AS waiting;
+
 -- name: stale_due_jobs
--- Sweep: due unlimited jobs nobody claimed for a while, to get a wakeup again (limited ones wait by design, paused or expired ones are not woken).
-SELECT id, queue_name FROM leasequeue_job
-WHERE status IN ('queued', 'retrying') AND flow_key IS NULL
-  AND run_after <= now() - make_interval(secs => %(older_than_seconds)s::float8)
-  AND (expires_at IS NULL OR expires_at > now())
-  AND queue_name || '' <> ALL(ARRAY(SELECT queue_name FROM leasequeue_paused_queue))
+-- Sweep: due unlimited jobs nobody claimed for a while, to get a wakeup again (limited ones wait by design, paused or expired ones are not woken); claim_batch's two heads, without the locks.
+WITH RECURSIVE expiring_priorities AS (
+    (SELECT priority FROM leasequeue_job
+     WHERE status IN ('queued', 'retrying') AND flow_key IS NULL AND expires_at IS NOT NULL
+     ORDER BY priority DESC LIMIT 1)
+    UNION ALL
+    SELECT (SELECT job.priority FROM leasequeue_job AS job
+            WHERE job.status IN ('queued', 'retrying') AND job.flow_key IS NULL
+              AND job.expires_at IS NOT NULL AND job.priority < expiring_priorities.priority
+            ORDER BY job.priority DESC LIMIT 1)
+    FROM expiring_priorities
+    WHERE expiring_priorities.priority IS NOT NULL
+)
+SELECT id, queue_name FROM (
+    SELECT * FROM (
+        SELECT id, queue_name, priority, run_after FROM leasequeue_job
+        WHERE status IN ('queued', 'retrying') AND flow_key IS NULL AND expires_at IS NULL
+          AND run_after <= now() - make_interval(secs => %(older_than_seconds)s::float8)
+          AND queue_name || '' <> ALL(ARRAY(SELECT queue_name FROM leasequeue_paused_queue))
+        ORDER BY priority DESC, run_after, id
+        LIMIT %(limit)s::integer
+    ) AS plain
+    UNION ALL
+    SELECT head.* FROM expiring_priorities
+    CROSS JOIN LATERAL (
+        SELECT id, queue_name, priority, run_after FROM leasequeue_job
+        WHERE status IN ('queued', 'retrying') AND flow_key IS NULL
+          AND priority = expiring_priorities.priority AND expires_at > now()
+          AND run_after <= now() - make_interval(secs => %(older_than_seconds)s::float8)
+          AND queue_name || '' <> ALL(ARRAY(SELECT queue_name FROM leasequeue_paused_queue))
+        ORDER BY expires_at
+        LIMIT %(limit)s::integer
+    ) AS head
+) AS heads
 ORDER BY priority DESC, run_after, id
 LIMIT %(limit)s::integer;
 
@@ -366,12 +501,15 @@ LIMIT %(limit)s::integer;
 -- Sweep while a queue is paused: as stale_due_jobs, over these open queues' heads.
 SELECT head.id, head.queue_name FROM unnest(%(queues)s::text[]) AS open(queue_name)
 CROSS JOIN LATERAL (
-    SELECT id, queue_name, priority, run_after FROM leasequeue_job
-    WHERE queue_name = open.queue_name
-      AND status IN ('queued', 'retrying') AND flow_key IS NULL
-      AND run_after <= now() - make_interval(secs => %(older_than_seconds)s::float8)
-      AND (expires_at IS NULL OR expires_at > now())
-    ORDER BY priority DESC, run_after, id
+    SELECT id, queue_name, priority, run_after FROM (
+        SELECT id, queue_name, priority, run_after, expires_at FROM leasequeue_job
+        WHERE queue_name = open.queue_name
+          AND status IN ('queued', 'retrying') AND flow_key IS NULL
+          AND run_after <= now() - make_interval(secs => %(older_than_seconds)s::float8)
+        ORDER BY priority DESC, run_after, id
+        LIMIT 1000
+    ) AS walked
+    WHERE walked.expires_at IS NULL OR walked.expires_at > now()
     LIMIT %(limit)s::integer
 ) AS head
 WHERE open.queue_name <> ALL(ARRAY(SELECT queue_name FROM leasequeue_paused_queue))

@@ -51,10 +51,14 @@ FROM paused;
 
 -- name: due_in_queue
 -- Resume: the first %(limit)s::integer due unlimited jobs of a queue in claim order, to wake workers for.
-SELECT id FROM leasequeue_job
-WHERE queue_name = %(queue_name)s::text AND status IN ('queued', 'retrying') AND flow_key IS NULL
-  AND run_after <= now() AND (expires_at IS NULL OR expires_at > now())
-ORDER BY priority DESC, run_after, id
+SELECT id FROM (
+    SELECT id, expires_at FROM leasequeue_job
+    WHERE queue_name = %(queue_name)s::text AND status IN ('queued', 'retrying')
+      AND flow_key IS NULL AND run_after <= now()
+    ORDER BY priority DESC, run_after, id
+    LIMIT 1000
+) AS walked
+WHERE walked.expires_at IS NULL OR walked.expires_at > now()
 LIMIT %(limit)s::integer;
 
 -- name: expire_jobs

@@ -14,6 +14,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from playwright.sync_api import Browser, Error, Page, Playwright
 
+from tests.permissions import APP_LABELS
+
 # Without the background-networking flags Chromium keeps dialling hosts a closed network refuses.
 _ARGS = [
     "--no-sandbox",
@@ -37,7 +39,7 @@ def make_operator(*codenames: str) -> None:
     it before Playwright starts: see the ``open_page`` fixture)."""
     user = get_user_model().objects.create_user("operator", password="night-shift", is_staff=True)
     user.user_permissions.set(
-        Permission.objects.filter(content_type__app_label="leasequeue", codename__in=codenames)
+        Permission.objects.filter(content_type__app_label__in=APP_LABELS, codename__in=codenames)
     )
 
 

@@ -8,6 +8,7 @@ from datetime import timedelta
 
 import pytest
 from django.db import connection
+from django.db.models import F, Max
 from django.urls import reverse
 from django_redis import get_redis_connection
 from prometheus_client.parser import text_string_to_metric_families
@@ -17,7 +18,7 @@ from tests import control_tasks
 from tests.acceptance import harness
 from tests.acceptance.harness import wait_until
 from tests.models import Execution
-from tests.tasks import async_sleep
+from tests.tasks import add, async_sleep
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.crash]
 
@@ -99,6 +100,29 @@ def test_once_pause_returns_no_worker_claims_from_the_queue_and_running_jobs_fin
 # Expiry
 
 
+def test_a_worker_claims_live_jobs_at_once_while_its_sweep_fails_an_expired_backlog(
+    start_workers, backend
+):
+    """After an outage longer than their expiry, 20,000 expired jobs wait ahead of live ones. A
+    worker that starts runs the live ones at once (its polls never read an expired row) while
+    its sweep fails the backlog beside it, not after it."""
+    expired = backend.enqueue_many([(control_tasks.expiring, (n,), {}) for n in range(20_000)])
+    Job.objects.update(run_after=F("run_after") - timedelta(minutes=2), expires_at=F("run_after"))
+    live = [add.enqueue(n, n).id for n in range(4)]
+    live.append(control_tasks.expiring.using(expires_after=600).enqueue(-1).id)
+    # Sweeps of 100 jobs: the backlog takes the sweep a few seconds.
+    start_workers("--concurrency", "4", options={"sweep_batch": 100})
+    wait_until(lambda: statuses(live) == {"succeeded": 5}, 30, "the live jobs")
+    expired_ids = [result.id for result in expired]
+    # Measured the moment the live jobs are done: the sweep is still at work.
+    still_queued = Job.objects.filter(pk__in=expired_ids, status="queued").count()
+    wait_until(lambda: statuses(expired_ids) == {"failed": 20_000}, 120, "the backlog expired")
+    last_live = Job.objects.filter(pk__in=live).aggregate(at=Max("finished_at"))["at"]
+    last_expired = Job.objects.filter(pk__in=expired_ids).aggregate(at=Max("finished_at"))["at"]
+    assert still_queued > 0 and last_live < last_expired, (still_queued, last_live, last_expired)
+    assert set(Job.objects.filter(pk__in=expired_ids).values_list("attempt", flat=True)) == {0}
+
+
 def test_expired_jobs_behind_a_blocker_never_run_and_consume_no_attempt(
     start_workers, backend, tmp_path, monkeypatch, admin_client
 ):
@@ -120,7 +144,7 @@ def test_expired_jobs_behind_a_blocker_never_run_and_consume_no_attempt(
     assert statuses(ids) == {"queued": 1000}
     assert not Execution.objects.exists()
 
-    start_workers("--queues", "*", env=metrics_env)  # its start-up sweep
+    start_workers("--queues", "*", env=metrics_env)  # it sweeps as it starts
     wait_until(lambda: statuses(ids) == {"failed": 1000}, 30, "every job expired")
     assert not Execution.objects.exists()
     jobs = Job.objects.filter(pk__in=ids)
@@ -207,6 +231,7 @@ def test_a_stale_workers_snooze_is_refused(start_workers):
 RACE = """
 import json, pathlib, time
 from django.db import connection
+from django.db.models import F, Max
 from tests.control_tasks import hourly_report
 connection.ensure_connection()
 pathlib.Path({ready!r}).touch()

@@ -98,8 +98,10 @@ def test_the_demo_import_moves_live_to_100_percent_and_its_admin_page_shows_it_s
     assert page.evaluate("window.__loadedOnce") is True, "the page was reloaded"
     values = page.evaluate("window.__barValues")
     assert values == sorted(values) and values[-1] == 100, values
-    # Running steps count in part: the bar stops between the whole steps' 20% marks.
-    assert len(set(values)) >= 5 and any(value % 20 for value in values), values
+    # The bar moved while the steps ran, and running steps count in part: it stopped between
+    # the whole steps' 20% marks. (How many stops it makes depends on the machine's load: a
+    # loaded one coalesced updates into [0, 37, 60, 100].)
+    assert 0 < values[1] < 100 and any(value % 20 for value in values), values
     report = page.locator("[data-report]")
     report.filter(has_text="Imported").wait_for()
     assert report.inner_text() == "Imported 375 records from profiles, projects, reviews."

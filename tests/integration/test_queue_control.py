@@ -13,8 +13,11 @@ from datetime import timedelta
 import psycopg
 import pytest
 from asgiref.sync import sync_to_async
+from django.contrib.auth.models import Permission
+from django.contrib.contenttypes.models import ContentType
 from django.core.management import CommandError, call_command
 from django.db import connection, connections, transaction
+from django.db.models import F
 from django.urls import reverse
 from django.utils import timezone
 from prometheus_client import REGISTRY
@@ -22,9 +25,10 @@ from prometheus_client import REGISTRY
 from django_leasequeue import Snooze, protocol
 from django_leasequeue.control import pausing, statements
 from django_leasequeue.control.pausing import PauseFailed
+from django_leasequeue.control.permission import ensure_pause_permission
 from django_leasequeue.management import status_output, status_report
 from django_leasequeue.metrics.gauges import DatabaseCollector
-from django_leasequeue.models import Job
+from django_leasequeue.models import Job, PausedQueue
 from django_leasequeue.protocol import database_now
 from django_leasequeue.runtime.database import Database
 from django_leasequeue.runtime.recover import RecoverSweep
@@ -251,6 +255,37 @@ def test_the_admin_buttons_need_the_pause_permission(backend, staff_client):
     assert backend.paused_queues() == {}
 
 
+def test_the_pause_permission_is_django_leasequeue_pause_queue(django_user_model):
+    user = django_user_model.objects.create_user("operator", is_staff=True)
+    permission = Permission.objects.get(
+        content_type__app_label="django_leasequeue", codename="pause_queue"
+    )
+    assert permission.name == "Can pause and resume queues"
+    assert Permission.objects.filter(codename="pause_queue").count() == 1
+    user.user_permissions.add(permission)
+    user = django_user_model.objects.get(pk=user.pk)  # no permission cache
+    assert user.has_perm("django_leasequeue.pause_queue")
+
+
+def test_a_grant_of_the_earlier_leasequeue_pause_queue_moves_with_the_permission(
+    django_user_model,
+):
+    """Versions before 0014 made the permission on the paused-queue model (leasequeue app):
+    the next migrate moves it, with whoever holds it."""
+    Permission.objects.filter(codename="pause_queue").delete()
+    earlier = Permission.objects.create(
+        content_type=ContentType.objects.get_for_model(PausedQueue),
+        codename="pause_queue",
+        name="Can pause and resume queues",
+    )
+    user = django_user_model.objects.create_user("operator", is_staff=True)
+    user.user_permissions.add(earlier)
+    ensure_pause_permission()
+    [moved] = Permission.objects.filter(codename="pause_queue")
+    assert moved.pk == earlier.pk and moved.content_type.app_label == "django_leasequeue"
+    assert django_user_model.objects.get(pk=user.pk).has_perm("django_leasequeue.pause_queue")
+
+
 # Expiry
 
 
@@ -281,6 +316,113 @@ def test_an_expired_job_is_never_claimed_even_at_the_front_of_the_queue(backend)
     time.sleep(0.1)
     assert try_claim([expired]) == []
     assert [str(job.id) for job in try_claim_batch()] == [live]
+
+
+def _rows_read(statement) -> int:
+    """Rows the statement's scans of the job table produced or filtered out (EXPLAIN ANALYZE,
+    rolled back)."""
+    with connection.cursor() as cursor:
+        cursor.execute("BEGIN")
+        cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {statement.query.sql}", statement.params)
+        [[[plan]]] = cursor.fetchall()
+        cursor.execute("ROLLBACK")
+    scans = [n for n in _nodes(plan["Plan"]) if n.get("Relation Name") == "leasequeue_job"]
+    return sum(
+        n["Actual Rows"] * n["Actual Loops"] + n.get("Rows Removed by Filter", 0) for n in scans
+    )
+
+
+EXPIRED_AHEAD = 3000
+
+
+def _expired_backlog_then_a_live_job(backend, expired: int) -> str:
+    backend.enqueue_many([(control_tasks.expiring, (n,), {}) for n in range(expired)])
+    Job.objects.update(run_after=F("run_after") - timedelta(minutes=2), expires_at=F("run_after"))
+    live = add.enqueue(1, 1).id
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE leasequeue_job")
+    return live
+
+
+def test_claims_over_every_queue_read_no_expired_job_ahead_of_the_live_ones(backend):
+    live = _expired_backlog_then_a_live_job(backend, EXPIRED_AHEAD)
+    reads = {
+        "claim_batch": protocol.claim_batch(None, 10, worker_id="w", lease_seconds=30),
+        "oldest_due_job": protocol.oldest_due_job(None),
+        "stale_due_jobs": protocol.stale_due_jobs(older_than_seconds=0, limit=10),
+    }
+    for name, statement in reads.items():
+        # The live job and the probes for the priorities present (expired rows are not read).
+        assert _rows_read(statement) <= 10, name
+    assert protocol.execute(protocol.oldest_due_job(None)) == Job.objects.get(pk=live).pk
+    assert [str(row["id"]) for row in protocol.execute(reads["stale_due_jobs"])] == [live]
+    assert [str(job.id) for job in try_claim_batch()] == [live]
+
+
+async def test_polls_read_jobs_with_an_expiry_while_the_sweep_sees_one_waiting(backend):
+    """Without a job with an expiry waiting, a poll plans the cheaper claim of the others."""
+    expiring = (await control_tasks.expiring.using(expires_after=600).aenqueue(1)).id
+    plain = (await add.aenqueue(1, 1)).id
+    db = Database("default", prepared_statements=False, name="test", lease_seconds=30)
+    redis_calls = ThreadPoolExecutor(1)
+    sweep = RecoverSweep(
+        db, backend.config, backend.wakeups, redis_calls, wakeups_usable=lambda: False
+    )
+    try:
+        await sweep.sweep_once()
+        assert sweep.expiring_waiting
+        without = protocol.claim_batch(
+            None, 10, worker_id="w", lease_seconds=30, with_expiring=False
+        )
+        assert [str(job.id) for job in await db.run(without)] == [plain]
+        assert [str(job.id) for job in await sync_to_async(try_claim_batch)()] == [expiring]
+        await sweep.sweep_once()
+        assert not sweep.expiring_waiting
+    finally:
+        await db.close()
+        redis_calls.shutdown()
+    await sync_to_async(connections.close_all)()
+
+
+def test_reads_of_each_open_queues_head_walk_at_most_1000_expired_jobs(backend):
+    live = _expired_backlog_then_a_live_job(backend, EXPIRED_AHEAD)
+    claim = {"worker_id": "w", "lease_seconds": 30}
+    reads = {
+        "claim_batch_by_queue": protocol.claim_batch_by_queue(["default"], 10, **claim),
+        "oldest_due_job_by_queue": protocol.oldest_due_job_by_queue(["default"]),
+        "stale_due_jobs_by_queue": protocol.stale_due_jobs_by_queue(
+            ["default"], older_than_seconds=0, limit=10
+        ),
+        "due_in_queue": statements.due_in_queue("default", limit=10),
+    }
+    for name, statement in reads.items():
+        assert _rows_read(statement) <= 1010, name  # 1000 walked, and the pause list's reads
+    # Nothing past the walk; the sweep fails the backlog, then the live job is the head.
+    assert protocol.execute(reads["claim_batch_by_queue"]) == []
+    while protocol.execute(statements.expire_jobs(limit=1000)):
+        pass
+    assert Job.objects.filter(status="failed").count() == EXPIRED_AHEAD
+    assert [str(job.id) for job in protocol.execute(reads["claim_batch_by_queue"])] == [live]
+
+
+def test_expiring_jobs_are_claimed_by_priority_then_earliest_expiry_beside_plain_ones(backend):
+    soon = control_tasks.expiring.using(expires_after=60).enqueue(1).id
+    later = control_tasks.expiring.using(expires_after=600).enqueue(2).id
+    plain = add.enqueue(1, 1).id
+    urgent = control_tasks.expiring.using(expires_after=600, priority=5).enqueue(3).id
+    low = add.using(priority=-5).enqueue(1, 1).id
+    claimed = [str(job.id) for _ in range(6) for job in try_claim_batch(limit=1)]
+    # Priority first; within one, the heads merged in enqueue order (earliest expiry first).
+    assert claimed == [urgent, soon, later, plain, low]
+
+
+def test_a_live_job_among_the_first_1000_walked_is_claimed_past_the_expired_ones(backend):
+    live = _expired_backlog_then_a_live_job(backend, 900)
+    assert protocol.execute(protocol.oldest_due_job_by_queue(["default"])) == (
+        Job.objects.get(pk=live).pk
+    )
+    claimed = protocol.claim_batch_by_queue(["default"], 10, worker_id="w", lease_seconds=30)
+    assert [str(job.id) for job in protocol.execute(claimed)] == [live]
 
 
 async def test_the_sweep_fails_expired_jobs_with_job_expired_without_an_attempt(backend):

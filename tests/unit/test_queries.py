@@ -36,7 +36,9 @@ def _returned_columns(sql: str) -> set[str]:
     return {column.strip().removeprefix("job.") for column in returning.split(",")}
 
 
-@pytest.mark.parametrize("name", ["claim_by_ids", "claim_batch", "claim_batch_by_queue"])
+@pytest.mark.parametrize(
+    "name", ["claim_by_ids", "claim_batch", "claim_batch_with_expiring", "claim_batch_by_queue"]
+)
 def test_every_claim_returns_every_column_a_claimed_job_holds(name):
     """A claim path that leaves a column out hands its jobs over with the field's default: a
     workflow step claimed that way would lose its upstream results and never wake its children."""
