@@ -79,7 +79,10 @@ def test_every_batched_statement_refused_once_harms_no_job_and_no_worker(
     polled = [add.enqueue(i, 1).id for i in range(10)]
     redis_client.delete(backend.wakeups.key("default"))
     limited = [limited_sleep.enqueue(0.2).id for _ in range(4)]  # the flow claim's
-    workers = start_workers("--queues", "*", "--concurrency", "8")
+    # No wakeup again from the sweep: the polled jobs are the poll claim's alone.
+    workers = start_workers(
+        "--queues", "*", "--concurrency", "8", options={"resignal_after_seconds": 600}
+    )
     [child] = workers.wait_for_children(1)
     wait_until(
         lambda: Job.objects.filter(pk__in=polled, status="succeeded").count() == len(polled),
