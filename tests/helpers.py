@@ -152,3 +152,37 @@ def validate_status_json(data: dict) -> None:
     schema = json.loads((Path(__file__).parent.parent / "docs" / "status.schema.json").read_text())
     validator = jsonschema.Draft202012Validator
     validator(schema, format_checker=validator.FORMAT_CHECKER).validate(data)
+
+
+def plan_nodes(node: dict):
+    """Every node of an EXPLAIN (FORMAT JSON) plan."""
+    yield node
+    for child in node.get("Plans", []):
+        yield from plan_nodes(child)
+
+
+def rows_read(statement: protocol.Statement) -> int:
+    """Rows the statement's scans of the job table produced or filtered out (EXPLAIN ANALYZE,
+    rolled back)."""
+    with connections["default"].cursor() as cursor:
+        cursor.execute("BEGIN")
+        cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {statement.query.sql}", statement.params)
+        [[[plan]]] = cursor.fetchall()
+        cursor.execute("ROLLBACK")
+    scans = [n for n in plan_nodes(plan["Plan"]) if n.get("Relation Name") == "leasequeue_job"]
+    return sum(
+        n["Actual Rows"] * n["Actual Loops"] + n.get("Rows Removed by Filter", 0) for n in scans
+    )
+
+
+def statistics_of_finished_jobs(backend, jobs: int = 10_000) -> None:
+    """The job table's planner statistics as after a day of work (every job finished, so
+    claimable ones look rare), then the table emptied: what a backlog arriving later is planned
+    on until the next ANALYZE."""
+    from tests.tasks import add
+
+    backend.enqueue_many([(add, (0, n), {}) for n in range(jobs)])
+    Job.objects.update(status="succeeded")
+    with connections["default"].cursor() as cursor:
+        cursor.execute("ANALYZE leasequeue_job")
+        cursor.execute("TRUNCATE leasequeue_job CASCADE")

@@ -19,6 +19,10 @@
 -- The pause test is written `queue_name || '' <> ALL(...)`: as an expression, the planner gives
 -- it a default estimate instead of one from queue_name's statistics (with a single queue, any
 -- `queue_name <> x` looks as if it kept no row, and the plan would sort the whole backlog).
+-- Lookups by id test the status the same way (`status || '' IN (...)`): written plainly, the
+-- planner may take it for a claimable-jobs partial index's predicate and walk that index, which
+-- it does when the statistics are of a table of finished jobs (where claimable ones look rare)
+-- and a backlog has arrived since: claim_by_ids read 10,010 rows to claim 10.
 
 -- name: enqueue
 -- Insert jobs from column arrays in one statement; a unique key an unfinished job (or, with unique_for, a job within its period) holds is skipped.
@@ -107,7 +111,7 @@ SET status = 'running',
     heartbeat_at = now(),
     lease_expires_at = now() + make_interval(secs => %(lease_seconds)s::float8)
 WHERE id = ANY(%(ids)s::uuid[])
-  AND status IN ('queued', 'retrying')
+  AND status || '' IN ('queued', 'retrying')
   AND run_after <= now()
   AND (flow_key IS NULL OR %(flow_claim)s::boolean)
   AND (expires_at IS NULL OR expires_at > now())

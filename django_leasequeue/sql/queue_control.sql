@@ -93,7 +93,8 @@ SET status = 'failed',
         'message', format('Expired: its next run (%%s) would start after its expiry (%%s).',
                           run_after, expires_at),
         'traceback', ''))
-WHERE id = ANY(%(ids)s::uuid[]) AND status IN ('queued', 'retrying') AND run_after >= expires_at
+WHERE id = ANY(%(ids)s::uuid[]) AND status || '' IN ('queued', 'retrying') -- as in claim_by_ids
+  AND run_after >= expires_at
 RETURNING id, queue_name, task_path;
 
 -- name: snooze

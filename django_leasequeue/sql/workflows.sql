@@ -31,16 +31,19 @@ ORDER BY dependency.position;
 
 -- name: released_steps
 -- Due steps downstream of these finished ones: what to wake workers for once they commit.
--- From the finished steps' own dependency rows, each child looked up by its key (LIMIT 1 keeps
--- the lookup a lookup): a join planned on stale statistics scanned every queued job instead.
+-- From the finished steps' own dependency rows, each child looked up by its key alone (OFFSET 0
+-- keeps its status test out of the lookup): planned on the statistics of a table that was just
+-- filled, `id = ... AND status = 'queued'` walked the claimable jobs' partial index instead
+-- (1.8 ms per call while a 10,000-member chord drained), and a join scanned every queued job.
 SELECT child.id, child.queue_name
 FROM (SELECT DISTINCT child_id FROM leasequeue_dependency
       WHERE parent_id = ANY(%(ids)s::uuid[])) AS released
 CROSS JOIN LATERAL (
-    SELECT id, queue_name FROM leasequeue_job
-    WHERE id = released.child_id AND status = 'queued' AND run_after <= now()
-    LIMIT 1
-) AS child;
+    SELECT id, queue_name, status, run_after FROM leasequeue_job
+    WHERE id = released.child_id
+    OFFSET 0
+) AS child
+WHERE child.status = 'queued' AND child.run_after <= now();
 
 -- name: request_workflow_cancel
 -- Operator: mark a running workflow cancelled (it ends so once its running steps stop); returns it.

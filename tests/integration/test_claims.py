@@ -5,8 +5,9 @@ import asyncio
 import pytest
 
 from django_leasequeue import protocol
+from django_leasequeue.models import Job
 from django_leasequeue.runtime.connection import connect_async
-from tests.helpers import run_in_threads
+from tests.helpers import rows_read, run_in_threads, statistics_of_finished_jobs
 from tests.tasks import add
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -100,3 +101,16 @@ def test_async_connection_claims_and_heartbeats(backend):
     assert claimed[0].args == [1, 2]
     assert reply.held == {job.id for job in claimed}
     assert reply.cancel_requested == frozenset()
+
+
+def test_claims_read_only_their_jobs_when_the_statistics_are_of_finished_jobs(backend):
+    """A backlog that arrived after the last ANALYZE of a table of finished jobs: a claim by id
+    looks its jobs up by key (it walked all 10,000 once), and a poll reads its first rows."""
+    statistics_of_finished_jobs(backend)
+    backend.enqueue_many([(add, (1, n), {}) for n in range(10_000)])
+    woken = list(Job.objects.order_by("-id").values_list("id", flat=True)[:10])
+    by_ids = protocol.claim_by_ids(woken, worker_id="w", lease_seconds=30)
+    poll = protocol.claim_batch(None, 10, worker_id="w", lease_seconds=30, with_expiring=False)
+    assert rows_read(by_ids) <= 20  # its 10 looked up, and updated
+    assert rows_read(poll) <= 40  # its 10, and locks re-read
+    assert {job.id for job in protocol.execute(by_ids)} == set(woken)

@@ -38,7 +38,7 @@ from django_leasequeue.schedules.statements import sync_schedules
 from django_leasequeue.tasks_framework import InvalidTask
 from tests import control_tasks, flow_tasks
 from tests.acceptance import harness
-from tests.helpers import claim_one, try_claim, try_claim_batch
+from tests.helpers import claim_one, plan_nodes, rows_read, try_claim, try_claim_batch
 from tests.periodic.every_second.tasks import tick
 from tests.tasks import add, report
 
@@ -113,7 +113,7 @@ def test_while_a_queue_is_paused_polls_read_each_open_queues_head_in_claim_order
         cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {statement.query.sql}", statement.params)
         [[[plan]]] = cursor.fetchall()
         cursor.execute("ROLLBACK")
-    scans = [n for n in _nodes(plan["Plan"]) if n.get("Relation Name") == "leasequeue_job"]
+    scans = [n for n in plan_nodes(plan["Plan"]) if n.get("Relation Name") == "leasequeue_job"]
     read = sum(
         n["Actual Rows"] * n["Actual Loops"] + n.get("Rows Removed by Filter", 0) for n in scans
     )
@@ -121,12 +121,6 @@ def test_while_a_queue_is_paused_polls_read_each_open_queues_head_in_claim_order
 
     claimed = protocol.execute(statement)
     assert [str(job.id) for job in claimed] == [high, first, low]
-
-
-def _nodes(node):
-    yield node
-    for child in node.get("Plans", []):
-        yield from _nodes(child)
 
 
 def test_pause_waits_for_a_claim_in_flight_and_holds_new_claims_until_it_commits(backend):
@@ -318,20 +312,6 @@ def test_an_expired_job_is_never_claimed_even_at_the_front_of_the_queue(backend)
     assert [str(job.id) for job in try_claim_batch()] == [live]
 
 
-def _rows_read(statement) -> int:
-    """Rows the statement's scans of the job table produced or filtered out (EXPLAIN ANALYZE,
-    rolled back)."""
-    with connection.cursor() as cursor:
-        cursor.execute("BEGIN")
-        cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {statement.query.sql}", statement.params)
-        [[[plan]]] = cursor.fetchall()
-        cursor.execute("ROLLBACK")
-    scans = [n for n in _nodes(plan["Plan"]) if n.get("Relation Name") == "leasequeue_job"]
-    return sum(
-        n["Actual Rows"] * n["Actual Loops"] + n.get("Rows Removed by Filter", 0) for n in scans
-    )
-
-
 EXPIRED_AHEAD = 3000
 
 
@@ -353,7 +333,7 @@ def test_claims_over_every_queue_read_no_expired_job_ahead_of_the_live_ones(back
     }
     for name, statement in reads.items():
         # The live job and the probes for the priorities present (expired rows are not read).
-        assert _rows_read(statement) <= 10, name
+        assert rows_read(statement) <= 10, name
     assert protocol.execute(protocol.oldest_due_job(None)) == Job.objects.get(pk=live).pk
     assert [str(row["id"]) for row in protocol.execute(reads["stale_due_jobs"])] == [live]
     assert [str(job.id) for job in try_claim_batch()] == [live]
@@ -396,7 +376,7 @@ def test_reads_of_each_open_queues_head_walk_at_most_1000_expired_jobs(backend):
         "due_in_queue": statements.due_in_queue("default", limit=10),
     }
     for name, statement in reads.items():
-        assert _rows_read(statement) <= 1010, name  # 1000 walked, and the pause list's reads
+        assert rows_read(statement) <= 1010, name  # 1000 walked, and the pause list's reads
     # Nothing past the walk; the sweep fails the backlog, then the live job is the head.
     assert protocol.execute(reads["claim_batch_by_queue"]) == []
     while protocol.execute(statements.expire_jobs(limit=1000)):
@@ -464,7 +444,7 @@ def test_the_sweep_finds_expired_jobs_through_its_partial_index(backend):
         cursor.execute(f"EXPLAIN (FORMAT JSON) {statement.query.sql}", statement.params)
         [[[plan]]] = cursor.fetchall()
         cursor.execute("ROLLBACK")
-    indexes = {node.get("Index Name") for node in _nodes(plan["Plan"])}
+    indexes = {node.get("Index Name") for node in plan_nodes(plan["Plan"])}
     assert "leasequeue_job_expiry" in indexes
 
 

@@ -11,9 +11,11 @@ from django_leasequeue import (
     chain,
     chord,
     group,
+    protocol,
     step,
 )
 from django_leasequeue.models import Job, StepDependency, WorkflowRun
+from tests.helpers import rows_read, statistics_of_finished_jobs, try_claim_batch
 from tests.workflow_tasks import add_one, explode, fetch, length, noop, report, total
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -239,3 +241,16 @@ def test_a_steps_expiry_counts_from_when_it_becomes_due():
     assert released.status == "queued"
     assert released.run_after >= before - timedelta(seconds=1)
     assert released.expires_at - released.run_after == timedelta(seconds=60)
+
+
+def test_finding_released_steps_reads_each_child_by_its_key_on_a_freshly_filled_table():
+    """Planned on the statistics of a table of finished jobs (since emptied, then filled with a
+    chord), the lookup of the callback walked every waiting job instead (1.8 ms per completed
+    batch while 10,000 members drained): few claimable jobs made their index look cheap."""
+    statistics_of_finished_jobs(noop.get_backend())
+    chord(group(*(step(noop) for _ in range(10_000))), step(length)).enqueue()
+    claimed = try_claim_batch(limit=20)
+    protocol.execute(protocol.complete_many([(job.lease, "null") for job in claimed]))
+    statement = protocol.released_steps([job.id for job in claimed])
+    assert rows_read(statement) <= 20  # the callback, once per distinct child
+    assert protocol.execute(statement) == []  # it waits for 9,980 more parents
