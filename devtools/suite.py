@@ -14,9 +14,10 @@ from devtools.phases import Phases
 
 # The Django series the suite runs on: None is the newest release (``.venv``), then the LTS.
 DJANGO_SERIES = {"newest": None, "5.2": "5.2"}
-# The marker of the tests whose outcome does not depend on Django's version (the slow fault
-# tests; see the README): they run with the first series of the run only.
-ONE_SERIES = "django_independent"
+# The tests that run with the first series of the run only (see the README): the slow fault
+# tests, whose outcome does not depend on Django's version, and the browser tests, which add
+# our JavaScript in Chromium to what each series' admin and progress tests already cover.
+ONE_SERIES = "django_independent or browser"
 # Test files run in parallel (pytest-xdist), one series after the other: the slow tests mostly
 # wait on workers, PostgreSQL and clocks, so more processes than cores pay off; far more would
 # make crash tests that time their recovery flaky on a 2-core machine. Each process has its own
@@ -110,7 +111,7 @@ def _suite(phases, name, python, env, pytest_args, *, first: bool) -> bool:
     if first:
         command += ["-n", str(PROCESSES["first"]), *pytest_args]
     else:
-        command += ["-n", str(PROCESSES["others"]), "-m", f"not {ONE_SERIES}", *pytest_args]
+        command += ["-n", str(PROCESSES["others"]), "-m", f"not ({ONE_SERIES})", *pytest_args]
         env = _apart(env, name)
     with phases.phase(f"tests, {label}") as phase:
         phase.ok = children.run(command, cwd=venv.ROOT, env=env) == 0
