@@ -54,7 +54,8 @@ class RecoverSweep:
     async def sweep_once(self) -> None:
         """Recover expired leases and expire jobs past their expiry (in bounded batches), and
         wake workers for forgotten due jobs."""
-        await self.before_first_claim()
+        await self.recover_leases()
+        await self.look_for_expiring_jobs()
         await self._expire_waiting()
         if self.wakeups_usable():
             stale = await self.db.run(await self._stale_due(self.backend_config.sweep_batch))
@@ -69,6 +70,9 @@ class RecoverSweep:
         waiting jobs, which after a long outage may be a million rows, is left to ``run``,
         beside the claims (which never pick an expired job)."""
         await self.recover_leases()
+        await self.look_for_expiring_jobs()
+
+    async def look_for_expiring_jobs(self) -> None:
         self.expiring_waiting = await self.db.run(protocol.expiring_jobs_waiting())
 
     async def recover_leases(self) -> None:
