@@ -202,9 +202,8 @@ def run(jobs: int) -> dict:
         walks = {name: median_us(cursor, QUERIES[name].sql, p) for name, p in reads.items()}
 
         def poll_us() -> float:
-            return median_us(
-                cursor, QUERIES["claim_batch_with_expiring"].sql, reads["claim_batch_with_expiring"]
-            )
+            name = "claim_batch_with_expiring"
+            return median_us(cursor, QUERIES[name].sql, reads[name])
 
         started, swept = time.perf_counter(), 0
         while batch := protocol.execute(statements.expire_jobs(limit=500)):

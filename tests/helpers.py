@@ -1,10 +1,12 @@
 """Small helpers shared by the integration tests."""
 
 import asyncio
+import contextlib
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
 from django.db import connections
@@ -186,3 +188,20 @@ def statistics_of_finished_jobs(backend, jobs: int = 10_000) -> None:
     with connections["default"].cursor() as cursor:
         cursor.execute("ANALYZE leasequeue_job")
         cursor.execute("TRUNCATE leasequeue_job CASCADE")
+
+
+@contextlib.asynccontextmanager
+async def recover_sweep(backend, *, wakeups_usable: bool = False) -> AsyncIterator:
+    """A worker's recover sweep on a connection of its own, closed after."""
+    from django_leasequeue.runtime.database import Database
+    from django_leasequeue.runtime.recover import RecoverSweep
+
+    db = Database("default", prepared_statements=False, name="test", lease_seconds=30)
+    redis_calls = ThreadPoolExecutor(1)
+    try:
+        yield RecoverSweep(
+            db, backend.config, backend.wakeups, redis_calls, wakeups_usable=lambda: wakeups_usable
+        )
+    finally:
+        await db.close()
+        redis_calls.shutdown()

@@ -7,7 +7,6 @@ import io
 import json
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import psycopg
@@ -30,15 +29,20 @@ from django_leasequeue.management import status_output, status_report
 from django_leasequeue.metrics.gauges import DatabaseCollector
 from django_leasequeue.models import Job, PausedQueue
 from django_leasequeue.protocol import database_now
-from django_leasequeue.runtime.database import Database
-from django_leasequeue.runtime.recover import RecoverSweep
 from django_leasequeue.schedules.declaration import declaration_of
 from django_leasequeue.schedules.firing import run_now
 from django_leasequeue.schedules.statements import sync_schedules
 from django_leasequeue.tasks_framework import InvalidTask
 from tests import control_tasks, flow_tasks
 from tests.acceptance import harness
-from tests.helpers import claim_one, plan_nodes, rows_read, try_claim, try_claim_batch
+from tests.helpers import (
+    claim_one,
+    plan_nodes,
+    recover_sweep,
+    rows_read,
+    try_claim,
+    try_claim_batch,
+)
 from tests.periodic.every_second.tasks import tick
 from tests.tasks import add, report
 
@@ -343,24 +347,16 @@ async def test_polls_read_jobs_with_an_expiry_while_the_sweep_sees_one_waiting(b
     """Without a job with an expiry waiting, a poll plans the cheaper claim of the others."""
     expiring = (await control_tasks.expiring.using(expires_after=600).aenqueue(1)).id
     plain = (await add.aenqueue(1, 1)).id
-    db = Database("default", prepared_statements=False, name="test", lease_seconds=30)
-    redis_calls = ThreadPoolExecutor(1)
-    sweep = RecoverSweep(
-        db, backend.config, backend.wakeups, redis_calls, wakeups_usable=lambda: False
-    )
-    try:
+    async with recover_sweep(backend) as sweep:
         await sweep.sweep_once()
         assert sweep.expiring_waiting
         without = protocol.claim_batch(
             None, 10, worker_id="w", lease_seconds=30, with_expiring=False
         )
-        assert [str(job.id) for job in await db.run(without)] == [plain]
+        assert [str(job.id) for job in await sweep.db.run(without)] == [plain]
         assert [str(job.id) for job in await sync_to_async(try_claim_batch)()] == [expiring]
         await sweep.sweep_once()
         assert not sweep.expiring_waiting
-    finally:
-        await db.close()
-        redis_calls.shutdown()
     await sync_to_async(connections.close_all)()
 
 
@@ -412,16 +408,8 @@ async def test_the_sweep_fails_expired_jobs_with_job_expired_without_an_attempt(
     before = _counter("leasequeue_jobs_expired_total", "default", path)
     failed_before = _counter("leasequeue_jobs_failed_total", "default", path)
     await asyncio.sleep(0.1)
-    db = Database("default", prepared_statements=False, name="test", lease_seconds=30)
-    redis_calls = ThreadPoolExecutor(1)
-    sweep = RecoverSweep(
-        db, backend.config, backend.wakeups, redis_calls, wakeups_usable=lambda: False
-    )
-    try:
+    async with recover_sweep(backend) as sweep:
         await sweep.sweep_once()
-    finally:
-        await db.close()
-        redis_calls.shutdown()
     job = await Job.objects.aget(pk=expired.id)
     assert (job.status, job.attempt, job.started_at) == ("failed", 0, None)
     assert job.finished_at is not None

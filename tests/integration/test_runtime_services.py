@@ -9,10 +9,8 @@ from asgiref.sync import sync_to_async
 from django.db import connections
 
 from django_leasequeue.models import Job
-from django_leasequeue.runtime.database import Database
-from django_leasequeue.runtime.recover import RecoverSweep
 from django_leasequeue.runtime.watch import ViewerWatch
-from tests.helpers import claim_one, running_handle
+from tests.helpers import claim_one, recover_sweep, running_handle
 from tests.tasks import add
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -29,16 +27,8 @@ def _claimed_with_expired_lease(queue: str = "default") -> str:
 
 async def test_the_sweep_puts_an_expired_lease_back_and_wakes_workers_for_it(backend, redis_client):
     job_id = await sync_to_async(_claimed_with_expired_lease)()
-    db = Database("default", prepared_statements=False, name="test", lease_seconds=30)
-    redis_calls = ThreadPoolExecutor(1)
-    sweep = RecoverSweep(
-        db, backend.config, backend.wakeups, redis_calls, wakeups_usable=lambda: True
-    )
-    try:
+    async with recover_sweep(backend, wakeups_usable=True) as sweep:
         await sweep.sweep_once()
-    finally:
-        await db.close()
-        redis_calls.shutdown()
     job = await Job.objects.aget(pk=job_id)
     assert (job.status, job.attempt) == ("retrying", 1)
     assert "Lease expired" in job.errors[-1]["message"]
