@@ -459,6 +459,31 @@ def complete_many(outcomes: Sequence[tuple[Lease, str]]) -> Statement[set[UUID]]
     )
 
 
+class CompletedSteps(NamedTuple):
+    applied: set[UUID]
+    # The steps their completion released, due now: (queue, job id), as Wakeups.push takes them.
+    released: list[tuple[str, str]]
+
+
+def _completed_steps(rows: list[Row]) -> CompletedSteps:
+    row = rows[0]
+    released = zip(row["released_queues"] or (), row["released"] or (), strict=True)
+    return CompletedSteps(set(row["completed"]), [(queue, str(id_)) for queue, id_ in released])
+
+
+def complete_steps(outcomes: Sequence[tuple[Lease, str]]) -> Statement[CompletedSteps]:
+    """``complete_many`` of workflow steps: their workflows' books are kept once for the batch
+    rather than once per row by the step trigger, and the steps they released come back."""
+    outcomes = sorted(outcomes, key=lambda outcome: outcome[0].job_id)
+    return _statement(
+        "complete_steps",
+        _completed_steps,
+        ids=[lease.job_id for lease, _ in outcomes],
+        versions=[lease.lease_version for lease, _ in outcomes],
+        results=[result_json for _, result_json in outcomes],
+    )
+
+
 def _fail_outcome(rows: list[Row]) -> FailOutcome | None:
     if not rows:
         return None

@@ -1,7 +1,10 @@
-"""Group commit of successes: one fenced ``complete_many`` statement per batch."""
+"""Group commit of successes: one fenced ``complete_many`` statement per batch, and one
+``complete_steps`` for the workflow steps among them (their books kept once per batch; the
+steps they release are woken at once)."""
 
 import asyncio
 import logging
+from typing import NamedTuple
 
 import psycopg
 
@@ -9,28 +12,46 @@ from django_leasequeue import protocol
 from django_leasequeue.protocol import Lease
 from django_leasequeue.runtime.batching import Batcher
 from django_leasequeue.runtime.database import Database
+from django_leasequeue.runtime.workflow_steps import ReleasedStepsWaker
 
 logger = logging.getLogger(__name__)
 
-_Completion = tuple[Lease, str, asyncio.Future[bool]]
+
+class _Completion(NamedTuple):
+    lease: Lease
+    result_json: str
+    workflow_step: bool
+    future: asyncio.Future[bool]
 
 
 class CompletionBatcher(Batcher[_Completion]):
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, released_steps: ReleasedStepsWaker) -> None:
         super().__init__()
         self._db = db
+        self._released_steps = released_steps
 
-    async def complete(self, lease: Lease, result_json: str) -> bool:
+    async def complete(self, lease: Lease, result_json: str, *, workflow_step: bool) -> bool:
         """Record success; True if applied, False if the lease was lost (nothing written)."""
         future = asyncio.get_running_loop().create_future()
-        self.add((lease, result_json, future))
+        self.add(_Completion(lease, result_json, workflow_step, future))
         return await future
 
     async def process(self, batch: list[_Completion]) -> None:
+        plain_jobs = [completion for completion in batch if not completion.workflow_step]
+        steps = [completion for completion in batch if completion.workflow_step]
+        for completions in (plain_jobs, steps):
+            if completions:
+                await self._record(completions)
+
+    async def _record(self, batch: list[_Completion]) -> None:
+        """One statement for the batch, all plain jobs or all workflow steps."""
+        outcomes = [(completion.lease, completion.result_json) for completion in batch]
+        released: list[tuple[str, str]] = []
         try:
-            applied = await self._db.run(
-                protocol.complete_many([(lease, result) for lease, result, _ in batch])
-            )
+            if batch[0].workflow_step:
+                applied, released = await self._db.run(protocol.complete_steps(outcomes))
+            else:
+                applied = await self._db.run(protocol.complete_many(outcomes))
         except psycopg.Error as exc:
             if len(batch) == 1:
                 self._fail(batch, exc)
@@ -44,17 +65,18 @@ class CompletionBatcher(Batcher[_Completion]):
                 str(exc).strip(),
             )
             for completion in batch:
-                await self.process([completion])
+                await self._record([completion])
             return
         except Exception as exc:
             self._fail(batch, exc)
             return
-        for lease, _, future in batch:
-            if not future.done():
-                future.set_result(lease.job_id in applied)
+        for completion in batch:
+            if not completion.future.done():
+                completion.future.set_result(completion.lease.job_id in applied)
+        await self._released_steps.wake(released)
 
     @staticmethod
     def _fail(batch: list[_Completion], exc: Exception) -> None:
-        for _, _, future in batch:
-            if not future.done():  # its job was cancelled meanwhile (a bounded stop)
-                future.set_exception(exc)
+        for completion in batch:
+            if not completion.future.done():  # its job was cancelled meanwhile (a bounded stop)
+                completion.future.set_exception(exc)

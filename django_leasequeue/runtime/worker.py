@@ -118,9 +118,9 @@ class WorkerLoop:
             wakeups_usable=lambda: self.use_wakeups and not self.claimer.redis_down,
         )
         self.watch = ViewerWatch(backend.wakeups, self.redis_calls, self.in_flight)
-        self.completions = CompletionBatcher(self.db)
-        self.task_signals = TaskSignalDispatcher(type(backend))
         self.released_steps = ReleasedStepsWaker(self.db, backend.wakeups, self.redis_calls)
+        self.completions = CompletionBatcher(self.db, self.released_steps)
+        self.task_signals = TaskSignalDispatcher(type(backend))
         self.outcomes = OutcomeRecorder(
             db=self.db,
             backend_alias=backend.alias,

@@ -52,8 +52,11 @@ class ReleasedStepsWaker(Batcher[uuid.UUID]):
         except psycopg.Error as exc:  # the sweep signals them again after a while
             logger.warning("Could not look up the steps %d step(s) released: %s", len(batch), exc)
             return
-        if rows:
-            pairs = [(row["queue_name"], str(row["id"])) for row in rows]
+        await self.wake([(row["queue_name"], str(row["id"])) for row in rows])
+
+    async def wake(self, released: list[tuple[str, str]]) -> None:
+        """Wake workers for these released steps, (queue, job id), already committed."""
+        if released:
             await asyncio.get_running_loop().run_in_executor(
-                self._redis_calls, self._wakeups.push, pairs
+                self._redis_calls, self._wakeups.push, released
             )

@@ -364,6 +364,10 @@ FROM unnest(%(ids)s::uuid[], %(versions)s::integer[], %(results)s::jsonb[])
 WHERE job.id = done.id AND job.lease_version = done.lease_version AND job.status = 'running'
 RETURNING job.id;
 
+-- name: complete_steps
+-- complete_many for workflow steps, their books kept once per batch (migration 0016); returns the ids completed and the steps released.
+SELECT completed, released, released_queues FROM leasequeue_complete_steps(%(ids)s::uuid[], %(versions)s::integer[], %(results)s::jsonb[]);
+
 -- name: fail
 -- Fenced: record the attempt's error; retry after backoff with jitter, else dead-letter (or cancelled).
 UPDATE leasequeue_job

@@ -14,7 +14,7 @@ from collections import Counter
 import pytest
 
 from django_leasequeue import WorkflowStatus, chord, group, step
-from django_leasequeue.models import Job, StepDependency, WorkflowRun
+from django_leasequeue.models import Job, StepDependency, Worker, WorkflowRun
 from tests.acceptance.harness import wait_until
 from tests.models import Execution, StepRun
 from tests.workflow_tasks import finale, gathered, timed
@@ -39,6 +39,11 @@ def _fan_in(members: int, low_ms: int, high_ms: int, *, with_finale: bool = Fals
 
 def _running_workflows() -> int:
     return WorkflowRun.objects.filter(status=WorkflowStatus.RUNNING).count()
+
+
+def _pids_running_steps() -> set[int]:
+    holders = Job.objects.filter(status="running").values("worker_id")
+    return set(Worker.objects.filter(id__in=holders).values_list("pid", flat=True))
 
 
 def _assert_each_step_committed_once_and_never_early() -> int:
@@ -85,10 +90,11 @@ def test_200_workflows_under_a_kill_9_storm_all_end_and_each_callback_commits_on
     deadline = time.monotonic() + 40
     while _running_workflows() and time.monotonic() < deadline:
         time.sleep(0.6)
-        children = workers.children()
-        if children and kills < 12:
+        # A child that runs steps now: a kill of one still starting would test nothing.
+        busy = _pids_running_steps() & set(workers.children())
+        if busy and kills < 12:
             try:
-                os.kill(random.choice(children), signal.SIGKILL)
+                os.kill(random.choice(sorted(busy)), signal.SIGKILL)
                 kills += 1
             except ProcessLookupError:
                 pass

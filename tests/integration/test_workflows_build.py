@@ -254,3 +254,52 @@ def test_finding_released_steps_reads_each_child_by_its_key_on_a_freshly_filled_
     statement = protocol.released_steps([job.id for job in claimed])
     assert rows_read(statement) <= 20  # the callback, once per distinct child
     assert protocol.execute(statement) == []  # it waits for 9,980 more parents
+
+
+def _workflow_books(handle) -> tuple[str, int, int]:
+    run = WorkflowRun.objects.get(pk=handle.id)
+    return run.status, run.steps_unfinished, run.steps_failed
+
+
+def test_a_batch_of_steps_completed_in_one_statement_keeps_the_books_and_names_what_it_released():
+    first = chord(group(*(step(noop) for _ in range(3))), step(length)).enqueue()
+    second = chord(group(step(noop), step(noop)), step(length)).enqueue()
+    claimed = try_claim_batch(limit=20)
+    assert len(claimed) == 5
+    in_first = [job for job in claimed if str(job.workflow_id) == str(first.id)]
+    last_of_second, *rest_of_second = [
+        job for job in claimed if str(job.workflow_id) == str(second.id)
+    ]
+
+    stale = protocol.Lease(last_of_second.id, last_of_second.lease.lease_version + 1)
+    batch = [(job.lease, "1") for job in in_first + rest_of_second] + [(stale, "1")]
+    applied, released = protocol.execute(protocol.complete_steps(batch))
+
+    assert applied == {job.id for job in in_first + rest_of_second}  # not the stale lease
+    first_callback = _steps(first)["length"]
+    assert released == [("default", str(first_callback.id))]
+    assert first_callback.status == "queued"
+    assert _steps(second)["length"].status == "waiting"
+    assert _workflow_books(first) == ("running", 1, 0)  # each step counted once
+    assert _workflow_books(second) == ("running", 2, 0)
+    assert set(
+        StepDependency.objects.filter(parent_id__in=applied).values_list("outcome", flat=True)
+    ) == {"succeeded"}
+
+    _, released = protocol.execute(protocol.complete_steps([(last_of_second.lease, "2")]))
+    assert released == [("default", str(_steps(second)["length"].id))]
+    assert _workflow_books(second) == ("running", 1, 0)
+
+
+def test_after_a_batch_completion_the_trigger_keeps_the_books_of_the_same_transaction():
+    """The step trigger skips only the rows complete_steps writes itself: a failure written
+    later in the same transaction is still counted, and cancels what waited for it."""
+    handle = chord(group(step(noop), step(noop)), step(length)).enqueue()
+    one, other = try_claim_batch(limit=20)
+    with transaction.atomic():
+        protocol.execute(protocol.complete_steps([(one.lease, "null")]))
+        _set_status(Job.objects.get(pk=other.id), "failed")
+    assert _workflow_books(handle) == ("failed", 0, 2)  # the failed step and the callback
+    callback = _steps(handle)["length"]
+    assert callback.status == "cancelled"
+    assert callback.errors[-1]["message"].startswith("upstream step noop")
