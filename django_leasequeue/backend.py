@@ -3,7 +3,7 @@
 import contextlib
 import json
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from functools import cached_property, partial
 from typing import Any, NamedTuple
@@ -216,7 +216,10 @@ class LeaseQueueBackend(BaseTaskBackend):
                             write(job)  # streams: the server stores rows while we go on
                             accept(index, job, enqueued_at)
         if enqueued:
-            transaction.on_commit(partial(self.committed, enqueued, due), using=database)
+            tasks = [result.task for result in enqueued]
+            transaction.on_commit(
+                partial(self.committed, tasks, due, lambda: enqueued), using=database
+            )
         return results  # type: ignore[return-value]  # every slot is filled above
 
     def with_meta(self, new_jobs: list[NewJob]) -> list[NewJob]:
@@ -260,16 +263,24 @@ class LeaseQueueBackend(BaseTaskBackend):
             self.config.database,
         )
 
-    def committed(self, enqueued: list[TaskResult], due: list[tuple[str, str]]) -> None:
+    def committed(
+        self,
+        enqueued: Sequence[Task],
+        due: list[tuple[str, str]],
+        results: Callable[[], Iterable[TaskResult]],
+    ) -> None:
         """After the enqueue commits: Django's ``task_enqueued``, then wake workers.
 
-        The jobs exist by now, so nothing here may raise into the caller: a failing receiver is
-        logged, and so is a Redis that cannot be reached (workers then find the jobs by polling).
+        ``enqueued`` holds each job's task; ``results`` gives their TaskResults, built only
+        when ``task_enqueued`` has a receiver that acts on it (a workflow's steps have none
+        built otherwise). The jobs exist by now, so nothing here may raise into the caller: a
+        failing receiver is logged, and so is a Redis that cannot be reached (workers then
+        find the jobs by polling).
         """
         if wanted(task_enqueued, type(self)):
-            for result in enqueued:
+            for result in results():
                 send_task_signal(task_enqueued, type(self), result)
-        metrics.enqueued((result.task.queue_name, result.task.module_path) for result in enqueued)
+        metrics.enqueued((task.queue_name, task.module_path) for task in enqueued)
         self.wakeups.send(due)
 
     def new_job(

@@ -17,7 +17,7 @@ from django_leasequeue.ids import uuid7_strs
 from django_leasequeue.protocol import NewJob
 from django_leasequeue.results import build_result
 from django_leasequeue.status import JobStatus
-from django_leasequeue.tasks_framework import TaskResultStatus
+from django_leasequeue.tasks_framework import TaskResult, TaskResultStatus
 from django_leasequeue.workflows.handle import WorkflowHandle
 
 if TYPE_CHECKING:
@@ -81,24 +81,20 @@ def enqueue_workflow(workflow: "Workflow") -> WorkflowHandle:
             ),
             database,
         )
-        results = [
-            build_result(
-                job.task,
-                job_id=job.id,
-                status=TaskResultStatus.READY,
-                args=job.args,
-                kwargs=job.kwargs,
-                backend=backend.alias,
-                enqueued_at=now,
-            )
-            for job in new_jobs
-        ]
         due = [
             (job.task.queue_name, job.id)
             for job, step_parents in zip(new_jobs, parents, strict=True)
             if not step_parents and (job.task.run_after is None or job.task.run_after <= now)
         ]
-        transaction.on_commit(partial(backend.committed, results, due), using=database)
+        transaction.on_commit(
+            partial(
+                backend.committed,
+                [job.task for job in new_jobs],
+                due,
+                partial(_results, new_jobs, backend.alias, now),
+            ),
+            using=database,
+        )
     return WorkflowHandle(
         workflow_id,
         backend_alias=backend.alias,
@@ -109,6 +105,22 @@ def enqueue_workflow(workflow: "Workflow") -> WorkflowHandle:
             definition.name: job.id for definition, job in zip(definitions, new_jobs, strict=True)
         },
     )
+
+
+def _results(new_jobs: list[NewJob], alias: str, enqueued_at: datetime) -> list[TaskResult]:
+    """The steps' TaskResults, for ``task_enqueued``'s receivers (the caller gets a handle)."""
+    return [
+        build_result(
+            job.task,
+            job_id=job.id,
+            status=TaskResultStatus.READY,
+            args=job.args,
+            kwargs=job.kwargs,
+            backend=alias,
+            enqueued_at=enqueued_at,
+        )
+        for job in new_jobs
+    ]
 
 
 def _backend(definitions: "list[StepDefinition]") -> LeaseQueueBackend:

@@ -303,3 +303,24 @@ def test_after_a_batch_completion_the_trigger_keeps_the_books_of_the_same_transa
     callback = _steps(handle)["length"]
     assert callback.status == "cancelled"
     assert callback.errors[-1]["message"].startswith("upstream step noop")
+
+
+def test_task_enqueued_is_sent_for_each_step_once_the_workflow_commits():
+    from django_leasequeue.tasks_framework import task_enqueued
+
+    received = []
+
+    def receiver(sender, task_result, **kwargs):
+        received.append((task_result.id, task_result.status.name, task_result.args))
+
+    task_enqueued.connect(receiver)
+    try:
+        with transaction.atomic():
+            handle = chain(step(fetch, "a"), step(length)).enqueue()
+            assert received == []  # not before the commit
+    finally:
+        task_enqueued.disconnect(receiver)
+    assert received == [
+        (handle.step_ids["fetch"], "READY", ["a"]),
+        (handle.step_ids["length"], "READY", []),
+    ]
