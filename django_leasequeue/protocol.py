@@ -461,7 +461,8 @@ def complete_many(outcomes: Sequence[tuple[Lease, str]]) -> Statement[set[UUID]]
 
 class CompletedSteps(NamedTuple):
     applied: set[UUID]
-    # The steps their completion released, due now: (queue, job id), as Wakeups.push takes them.
+    # The direct children their completion released, due now: (queue, job id), as Wakeups.push
+    # takes them.
     released: list[tuple[str, str]]
 
 
@@ -473,7 +474,7 @@ def _completed_steps(rows: list[Row]) -> CompletedSteps:
 
 def complete_steps(outcomes: Sequence[tuple[Lease, str]]) -> Statement[CompletedSteps]:
     """``complete_many`` of workflow steps: their workflows' books are kept once for the batch
-    rather than once per row by the step trigger, and the steps they released come back."""
+    rather than once per row by the step trigger, and the children they released come back."""
     outcomes = sorted(outcomes, key=lambda outcome: outcome[0].job_id)
     return _statement(
         "complete_steps",

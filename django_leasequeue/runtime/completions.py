@@ -1,6 +1,6 @@
 """Group commit of successes: one fenced ``complete_many`` statement per batch, and one
-``complete_steps`` for the workflow steps among them (their books kept once per batch; the
-steps they release are woken at once)."""
+``complete_steps`` for the workflow steps among them, after it (their books kept once per
+batch; the steps they release are handed to the ``ReleasedStepsWaker``, no lookup needed)."""
 
 import asyncio
 import logging
@@ -73,7 +73,7 @@ class CompletionBatcher(Batcher[_Completion]):
         for completion in batch:
             if not completion.future.done():
                 completion.future.set_result(completion.lease.job_id in applied)
-        await self._released_steps.wake(released)
+        self._released_steps.add_released(released)  # pushed by its own task: no wait here
 
     @staticmethod
     def _fail(batch: list[_Completion], exc: Exception) -> None:

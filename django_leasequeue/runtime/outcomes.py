@@ -89,8 +89,9 @@ class OutcomeRecorder:
         seconds = outcome.snooze_seconds
         if seconds is not None and task is not None and not handle.completed_in_fence:
             return await self._snooze(handle, task, seconds)
-        # Whether the steps this one released were woken already (complete_steps returns them).
-        released_woken = False
+        # Recorded by the completion batcher: for a workflow step, the batch hands the steps
+        # it released to the waker itself (complete_steps returns them).
+        completed_in_batch = False
         if handle.completed_in_fence:
             applied, status = True, JobStatus.SUCCEEDED
         elif outcome.succeeded:
@@ -100,7 +101,7 @@ class OutcomeRecorder:
                 applied = await self.completions.complete(
                     handle.lease, result_json, workflow_step=job.workflow_id is not None
                 )
-                status, released_woken = JobStatus.SUCCEEDED, True
+                status, completed_in_batch = JobStatus.SUCCEEDED, True
             except psycopg.Error as exc:  # refused even alone: the attempt fails, saying why
                 refused = UnstorableValue("return value", f"PostgreSQL refused it ({exc})")
                 outcome = Outcome(error=error_of(refused), retryable=False)
@@ -128,7 +129,7 @@ class OutcomeRecorder:
             logger.warning("Job %s: lease lost before its outcome was written; discarded.", job.id)
             metrics.stale_write(job.queue_name, job.task_path)
             return None
-        if job.has_dependents and status != JobStatus.RETRYING and not released_woken:
+        if job.has_dependents and status != JobStatus.RETRYING and not completed_in_batch:
             self.released_steps.add(job.id)
         if task is not None:
             await self._finished(handle, task, status, outcome)

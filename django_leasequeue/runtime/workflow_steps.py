@@ -36,9 +36,11 @@ async def with_upstream(db: Database, job: ClaimedJob) -> tuple[ClaimedJob, dict
     return job, upstream
 
 
-class ReleasedStepsWaker(Batcher[uuid.UUID]):
+class ReleasedStepsWaker(Batcher[uuid.UUID | tuple[str, str]]):
     """Once finished steps have committed, wakes workers for the steps they released: one
-    query and one Redis push per batch of finished steps, however many there are."""
+    query and one Redis push per batch, however many there are. An item is a finished step
+    whose released steps are to be looked up, or a released step already known, (queue, job
+    id), as a batch of completions returns them (``complete_steps``)."""
 
     def __init__(self, db: Database, wakeups: Wakeups, redis_calls: ThreadPoolExecutor) -> None:
         super().__init__()
@@ -46,16 +48,25 @@ class ReleasedStepsWaker(Batcher[uuid.UUID]):
         self._wakeups = wakeups
         self._redis_calls = redis_calls
 
-    async def process(self, batch: list[uuid.UUID]) -> None:
-        try:
-            rows = await self._db.run(protocol.released_steps(batch))
-        except psycopg.Error as exc:  # the sweep signals them again after a while
-            logger.warning("Could not look up the steps %d step(s) released: %s", len(batch), exc)
-            return
-        await self.wake([(row["queue_name"], str(row["id"])) for row in rows])
+    def add_released(self, released: list[tuple[str, str]]) -> None:
+        """Wake workers for these released steps (committed already), without a lookup."""
+        for queue_and_id in released:
+            self.add(queue_and_id)
 
-    async def wake(self, released: list[tuple[str, str]]) -> None:
-        """Wake workers for these released steps, (queue, job id), already committed."""
+    async def process(self, batch: list[uuid.UUID | tuple[str, str]]) -> None:
+        finished = [item for item in batch if isinstance(item, uuid.UUID)]
+        released = [item for item in batch if not isinstance(item, uuid.UUID)]
+        if finished:
+            try:
+                rows = await self._db.run(protocol.released_steps(finished))
+            except psycopg.Error as exc:  # the sweep signals them again after a while
+                logger.warning(
+                    "Could not look up the steps %d finished step(s) released: %s",
+                    len(finished),
+                    exc,
+                )
+            else:
+                released += [(row["queue_name"], str(row["id"])) for row in rows]
         if released:
             await asyncio.get_running_loop().run_in_executor(
                 self._redis_calls, self._wakeups.push, released

@@ -1,8 +1,10 @@
 """Workflows built and enqueued: one transaction, waiting steps, dependency rows, clear errors
 (no worker involved)."""
 
+from collections import Counter
+
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
 
 from django_leasequeue import (
     InvalidWorkflow,
@@ -324,3 +326,50 @@ def test_task_enqueued_is_sent_for_each_step_once_the_workflow_commits():
         (handle.step_ids["fetch"], "READY", ["a"]),
         (handle.step_ids["length"], "READY", []),
     ]
+
+
+def test_the_release_probes_the_unsettled_index_even_on_statistics_of_a_fresh_chord():
+    """Analyzed just after a chord was enqueued, the statistics say every dependency row is
+    the callback's and unsettled: a sequential scan then looks as if it stopped at its first
+    row, and reads every row settled since. The release must not scan the table."""
+    chord(group(*(step(noop) for _ in range(5_000))), step(length)).enqueue()
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE leasequeue_dependency")
+    claimed = try_claim_batch(limit=5_000)
+    protocol.execute(protocol.complete_steps([(job.lease, "null") for job in claimed[:4_990]]))
+    with transaction.atomic():  # the last batch, as a worker's
+        scans_before = _sequential_scans_of_dependencies()
+        protocol.execute(protocol.complete_steps([(job.lease, "null") for job in claimed[4_990:]]))
+        assert _sequential_scans_of_dependencies() == scans_before
+    assert _steps_by_status(Job.objects.filter(step_name="length")) == {"queued": 1}
+
+
+def _sequential_scans_of_dependencies() -> int:
+    """This backend's sequential scans of the dependency table not yet reported (those of this
+    transaction among them)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT seq_scan FROM pg_stat_xact_user_tables WHERE relname = 'leasequeue_dependency'"
+        )
+        return cursor.fetchone()[0]
+
+
+def _steps_by_status(jobs) -> dict[str, int]:
+    return dict(Counter(jobs.values_list("status", flat=True)))
+
+
+def test_a_step_cancelled_by_a_batch_completion_is_counted_and_ends_the_workflow():
+    """The batch's own rows are skipped by the step trigger, not what its release changes: an
+    on_failure callback cancelled because every step succeeded is counted by the trigger."""
+    wf = Workflow()
+    wf.add(noop)
+    wf.add(noop)
+    wf.on_failure(report)
+    handle = wf.enqueue()
+    claimed = try_claim_batch(limit=20)
+    assert len(claimed) == 2
+    protocol.execute(protocol.complete_steps([(job.lease, "null") for job in claimed]))
+    assert _workflow_books(handle) == ("succeeded", 0, 0)
+    callback = _steps(handle)["report"]
+    assert callback.status == "cancelled"
+    assert callback.errors[-1]["message"] == "no step of the workflow failed"
