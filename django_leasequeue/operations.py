@@ -252,6 +252,7 @@ def cancel_workflow(workflow_id: UUID | str, database: str) -> dict[str, int]:
     """A workflow's steps not started → cancelled, running ones asked to stop; the workflow
     ends CANCELLED once they have. Returns ``{"cancelled": n, "cancel_requested": n}``."""
     with transaction.atomic(using=database):
+        protocol.execute(protocol.lock_running_steps(workflow_id), database)
         protocol.execute(protocol.request_workflow_cancel(workflow_id), database)
         rows = protocol.execute(protocol.cancel_workflow_steps(workflow_id), database)
     publish_workflow_on_commit(workflow_id, database)

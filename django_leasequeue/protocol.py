@@ -992,6 +992,10 @@ def released_steps(ids: Sequence[UUID]) -> Statement[list[Row]]:
     return _statement("released_steps", _rows, ids=list(ids))
 
 
+def lock_running_steps(workflow_id: UUID | str) -> Statement[list[Row]]:
+    return _statement("lock_running_steps", _rows, id=workflow_id)
+
+
 def request_workflow_cancel(workflow_id: UUID | str) -> Statement[bool]:
     return _statement("request_workflow_cancel", _applied, id=workflow_id)
 

@@ -45,6 +45,13 @@ CROSS JOIN LATERAL (
 ) AS child
 WHERE child.status = 'queued' AND child.run_after <= now();
 
+-- name: lock_running_steps
+-- Operator: a workflow's running steps locked in id order before its row is, the order a worker's completion takes them in (its steps, then the workflow), so that a cancel racing a completion waits for it instead of deadlocking.
+SELECT id FROM leasequeue_job
+WHERE workflow_id = %(id)s::uuid AND status = 'running'
+ORDER BY id
+FOR UPDATE;
+
 -- name: request_workflow_cancel
 -- Operator: mark a running workflow cancelled (it ends so once its running steps stop); returns it.
 UPDATE leasequeue_workflow SET cancel_requested = true

@@ -4,7 +4,7 @@ failure cancels what needed it and runs what did not, callbacks run once, cancel
 import pytest
 
 from django_leasequeue import Workflow, WorkflowHandle, WorkflowStatus, chain, chord, group, step
-from django_leasequeue.models import Job, Worker
+from django_leasequeue.models import Job
 from django_leasequeue.operations import retry_failed_steps
 from tests.acceptance.harness import wait_until
 from tests.control_tasks import snoozes_forever
@@ -33,23 +33,6 @@ def test_a_chain_passes_each_return_value_on_and_a_chord_gets_them_all_in_order(
     assert _finished(chorded).status == WorkflowStatus.SUCCEEDED
     assert chorded.steps["collect"].return_value == ["page of x", "page of yy"]
     assert Job.objects.get(pk=chorded.step_ids["collect"]).args == []  # passed, not stored
-
-
-def test_each_step_a_completion_releases_is_woken_at_once_not_found_by_polling(start_workers):
-    """A batch of completed steps names the steps it released (complete_steps), and the worker
-    wakes workers for them: with polling and the sweep's re-signal a minute apart, a chain of
-    six steps still ends within seconds."""
-    slow_to_look = {"poll_seconds": 60, "sweep_seconds": 60, "resignal_after_seconds": 60}
-    start_workers("--concurrency", "4", options=slow_to_look)
-    wait_until(Worker.objects.exists, 20, "the worker to start")
-    chained = chain(step(fetch, "a"), step(length), *(step(add_one) for _ in range(4))).enqueue()
-    try:
-        _finished(chained, timeout=15)
-    except AssertionError:
-        steps = Job.objects.filter(workflow_id=chained.id).order_by("enqueued_at")
-        raise AssertionError(f"steps: {list(steps.values_list('step_name', 'status'))}") from None
-    assert chained.status == WorkflowStatus.SUCCEEDED
-    assert chained.steps["add_one_4"].return_value == len("page of a") + 4
 
 
 def test_a_failed_step_cancels_what_needed_it_and_the_callbacks_say_how_it_ended(start_workers):

@@ -1,8 +1,10 @@
 """Workflows built and enqueued: one transaction, waiting steps, dependency rows, clear errors
 (no worker involved)."""
 
+import threading
 from collections import Counter
 
+import psycopg
 import pytest
 from django.db import connection, transaction
 
@@ -17,6 +19,8 @@ from django_leasequeue import (
     step,
 )
 from django_leasequeue.models import Job, StepDependency, WorkflowRun
+from tests.acceptance import harness
+from tests.acceptance.harness import wait_until
 from tests.helpers import rows_read, statistics_of_finished_jobs, try_claim_batch
 from tests.workflow_tasks import add_one, explode, fetch, length, noop, report, total
 
@@ -373,3 +377,66 @@ def test_a_step_cancelled_by_a_batch_completion_is_counted_and_ends_the_workflow
     callback = _steps(handle)["report"]
     assert callback.status == "cancelled"
     assert callback.errors[-1]["message"] == "no step of the workflow failed"
+
+
+def test_an_operator_s_cancel_racing_a_completion_waits_for_it_instead_of_deadlocking():
+    """A worker's completion locks its steps, then their workflow's row; the cancel locks the
+    workflow's running steps before its row, in the same order, so it waits for the completion
+    to commit. (Locking the row first, it deadlocked, and PostgreSQL ended one of the two.)"""
+    from django_leasequeue.operations import cancel_workflow
+
+    handle = chord(group(step(noop), step(noop)), step(length)).enqueue()
+    first, other = try_claim_batch(limit=20)
+    # A worker's transaction held open mid-completion: its step locked, the workflow not yet.
+    worker = psycopg.connect(harness.test_database_url())
+    worker.execute("SELECT 1 FROM leasequeue_job WHERE id = %s FOR UPDATE", [first.id])
+    outcome: dict = {}
+
+    def operator() -> None:
+        try:
+            outcome["cancel"] = cancel_workflow(handle.id, "default")
+        except Exception as exc:  # the assertion below shows it
+            outcome["cancel"] = exc
+        finally:
+            connection.close()
+
+    cancelling = threading.Thread(target=operator)
+    cancelling.start()
+    wait_until(lambda: _lock_waits() > 0, 10, "the cancel to wait for the step's lock")
+    try:
+        worker.execute(
+            "SELECT completed FROM leasequeue_complete_steps(%s::uuid[], '{1}', '{null}')",
+            [[first.id]],
+        )
+        worker.commit()
+    finally:
+        worker.close()
+        cancelling.join(30)
+    assert outcome["cancel"] == {"cancelled": 1, "cancel_requested": 1}
+    assert Job.objects.get(pk=first.id).status == "succeeded"
+    assert Job.objects.get(pk=other.id).cancel_requested
+    assert _steps(handle)["length"].status == "cancelled"
+
+
+def _lock_waits() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_locks WHERE NOT granted")
+        return cursor.fetchone()[0]
+
+
+async def test_released_steps_handed_to_the_waker_are_pushed_to_their_queues_without_a_lookup():
+    from concurrent.futures import ThreadPoolExecutor
+
+    from django_leasequeue.runtime.workflow_steps import ReleasedStepsWaker
+
+    wakeups = noop.get_backend().wakeups
+    while wakeups.pop(["default", "low"], 1000, 0):  # what earlier tests left there
+        pass
+    with ThreadPoolExecutor(1) as redis_calls:
+        # No database: released steps already known need no query (a lookup would fail here).
+        waker = ReleasedStepsWaker(None, wakeups, redis_calls)  # type: ignore[arg-type]
+        waker.add_released([("default", "01a233d7-2761-7415-8ccb-c86237fca31d")])
+        waker.add_released([("low", "01a233d7-2761-7415-8ccb-c86237fca31e")])
+        await waker.flush()
+    assert wakeups.pop(["default"], 10, 0) == [b"01a233d7-2761-7415-8ccb-c86237fca31d"]
+    assert wakeups.pop(["low"], 10, 0) == [b"01a233d7-2761-7415-8ccb-c86237fca31e"]
