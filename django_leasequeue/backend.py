@@ -154,18 +154,9 @@ class LeaseQueueBackend(BaseTaskBackend):
         results: list[TaskResult | None] = [None] * len(new_jobs)
         enqueued, due = [], []
         now = timezone.now()
-        alias = self.alias
 
         def accept(index: int, job: NewJob, enqueued_at: datetime) -> None:
-            results[index] = result = build_result(
-                job.task,
-                job_id=job.id,
-                status=TaskResultStatus.READY,
-                args=job.args,
-                kwargs=job.kwargs,
-                backend=alias,
-                enqueued_at=enqueued_at,
-            )
+            results[index] = result = self.ready_result(job, enqueued_at)
             enqueued.append(result)
             run_after = job.task.run_after
             if run_after is None or run_after <= now:
@@ -261,6 +252,18 @@ class LeaseQueueBackend(BaseTaskBackend):
             self.config.queue_limits,
             held,
             self.config.database,
+        )
+
+    def ready_result(self, job: NewJob, enqueued_at: datetime) -> TaskResult:
+        """The TaskResult of a job just enqueued."""
+        return build_result(
+            job.task,
+            job_id=job.id,
+            status=TaskResultStatus.READY,
+            args=job.args,
+            kwargs=job.kwargs,
+            backend=self.alias,
+            enqueued_at=enqueued_at,
         )
 
     def committed(

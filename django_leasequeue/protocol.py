@@ -449,14 +449,17 @@ def _by_job_id(lease: Lease) -> UUID:
 
 def complete_many(outcomes: Sequence[tuple[Lease, str]]) -> Statement[set[UUID]]:
     """Fenced success of many jobs at once; results already JSON-encoded. Returns applied ids."""
-    outcomes = sorted(outcomes, key=lambda outcome: outcome[0].job_id)  # as heartbeat
-    return _statement(
-        "complete_many",
-        _applied_ids,
-        ids=[lease.job_id for lease, _ in outcomes],
-        versions=[lease.lease_version for lease, _ in outcomes],
-        results=[result_json for _, result_json in outcomes],
-    )
+    return _statement("complete_many", _applied_ids, **_completions(outcomes))
+
+
+def _completions(outcomes: Sequence[tuple[Lease, str]]) -> dict[str, list[Any]]:
+    """The parameters of a batch of fenced successes, in job id order (as heartbeat)."""
+    outcomes = sorted(outcomes, key=lambda outcome: outcome[0].job_id)
+    return {
+        "ids": [lease.job_id for lease, _ in outcomes],
+        "versions": [lease.lease_version for lease, _ in outcomes],
+        "results": [result_json for _, result_json in outcomes],
+    }
 
 
 class CompletedSteps(NamedTuple):
@@ -475,14 +478,7 @@ def _completed_steps(rows: list[Row]) -> CompletedSteps:
 def complete_steps(outcomes: Sequence[tuple[Lease, str]]) -> Statement[CompletedSteps]:
     """``complete_many`` of workflow steps: their workflows' books are kept once for the batch
     rather than once per row by the step trigger, and the children they released come back."""
-    outcomes = sorted(outcomes, key=lambda outcome: outcome[0].job_id)
-    return _statement(
-        "complete_steps",
-        _completed_steps,
-        ids=[lease.job_id for lease, _ in outcomes],
-        versions=[lease.lease_version for lease, _ in outcomes],
-        results=[result_json for _, result_json in outcomes],
-    )
+    return _statement("complete_steps", _completed_steps, **_completions(outcomes))
 
 
 def _fail_outcome(rows: list[Row]) -> FailOutcome | None:

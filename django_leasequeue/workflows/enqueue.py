@@ -15,9 +15,7 @@ from django_leasequeue.exceptions import InvalidWorkflow
 from django_leasequeue.flow import backpressure
 from django_leasequeue.ids import uuid7_strs
 from django_leasequeue.protocol import NewJob
-from django_leasequeue.results import build_result
 from django_leasequeue.status import JobStatus
-from django_leasequeue.tasks_framework import TaskResult, TaskResultStatus
 from django_leasequeue.workflows.handle import WorkflowHandle
 
 if TYPE_CHECKING:
@@ -91,7 +89,7 @@ def enqueue_workflow(workflow: "Workflow") -> WorkflowHandle:
                 backend.committed,
                 [job.task for job in new_jobs],
                 due,
-                partial(_results, new_jobs, backend.alias, now),
+                lambda: [backend.ready_result(job, now) for job in new_jobs],
             ),
             using=database,
         )
@@ -105,22 +103,6 @@ def enqueue_workflow(workflow: "Workflow") -> WorkflowHandle:
             definition.name: job.id for definition, job in zip(definitions, new_jobs, strict=True)
         },
     )
-
-
-def _results(new_jobs: list[NewJob], alias: str, enqueued_at: datetime) -> list[TaskResult]:
-    """The steps' TaskResults, for ``task_enqueued``'s receivers (the caller gets a handle)."""
-    return [
-        build_result(
-            job.task,
-            job_id=job.id,
-            status=TaskResultStatus.READY,
-            args=job.args,
-            kwargs=job.kwargs,
-            backend=alias,
-            enqueued_at=enqueued_at,
-        )
-        for job in new_jobs
-    ]
 
 
 def _backend(definitions: "list[StepDefinition]") -> LeaseQueueBackend:
