@@ -9,8 +9,9 @@ next run's jobs. So each process a test starts asks Linux for a parent-death sig
   ``runworkers`` then stops its worker processes as it does on any SIGTERM (also those of a
   project that is not the test project, as in test_docs_project);
 - the worker processes of a test project's ``runworkers``: SIGKILL when their supervisor ends,
-  set when Django is ready (``tests/apps.py`` calls ``die_with_supervisor``), since their
-  supervisor starts them and the product knows nothing of this.
+  set when they are forked (or, spawned, when their Django is ready: ``tests/apps.py`` calls
+  ``die_with_supervisor``), since their supervisor starts them and the product knows nothing
+  of this.
 
 Elsewhere than on Linux, nothing is set: there, an interrupted run may leave processes behind,
 and the next run stops them (``tests/leftovers.py``).
@@ -53,7 +54,13 @@ def popen_options(env: dict[str, str]) -> dict:
 
 
 def die_with_supervisor() -> None:
-    """In a worker process of a ``runworkers`` that a test started: die with the supervisor."""
+    """In a Django process a test started: its worker processes, should it be a ``runworkers``,
+    die with it. A spawned worker asks when its own Django is ready; forked ones never set
+    Django up again, so they ask as they are forked."""
+    if not os.environ.get(ENV_VAR):
+        return
     parent = multiprocessing.parent_process()
-    if os.environ.get(ENV_VAR) and parent is not None and parent.pid is not None:
+    if parent is not None and parent.pid is not None:
         die_with_parent(parent.pid, signal.SIGKILL)
+    else:
+        os.register_at_fork(after_in_child=partial(die_with_parent, os.getpid(), signal.SIGKILL))

@@ -5,18 +5,33 @@ settings, PostgreSQL refusing its login): restarting it forever helps nobody. Th
 its error text instead of logging it, so that the supervisor prints it once, however many
 times it tries, and then gives up (see ``supervisor``).
 
-The other half, ``spawn_without_main``, keeps a spawned child from running the parent's
-``__main__`` script again: multiprocessing's spawn re-imports it in every child, so a
-``manage.py`` without the ``if __name__ == "__main__":`` guard would run ``runworkers`` once
-more in each worker process, which then fails to start, over and over.
+The other half is how a child comes to be. On Linux it is forked from the supervisor, which has
+set Django up and imported the worker's modules already: a child is running in milliseconds
+instead of importing Django and setting it up again (about half a second of CPU each). Elsewhere
+(macOS's system libraries are not safe to fork without exec) it is spawned, and
+``spawn_without_main`` keeps it from running the parent's ``__main__`` script again:
+multiprocessing's spawn re-imports it in every child, so a ``manage.py`` without the
+``if __name__ == "__main__":`` guard would run ``runworkers`` once more in each worker process,
+which then fails to start, over and over.
 """
 
 import contextlib
+import multiprocessing
+import signal
 import sys
 import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
+from multiprocessing.context import ForkContext, SpawnContext
+
+from django.db import connections
+
+#: How the supervisor starts its worker processes (see the module's docstring).
+START_METHOD = "fork" if sys.platform == "linux" else "spawn"
+
+# The signals the supervisor handles itself, which a forked child must not handle its way.
+_SUPERVISOR_SIGNALS = {signal.SIGTERM, signal.SIGINT}
 
 # Exit status of a worker process that could not start (its error went to the supervisor).
 STARTUP_FAILED = 4
@@ -86,3 +101,39 @@ def spawn_without_main() -> Iterator[None]:
         yield
     finally:
         sys.modules["__main__"] = main
+
+
+def process_context() -> ForkContext | SpawnContext:
+    """Where the supervisor makes its worker processes: by ``START_METHOD``."""
+    if START_METHOD == "fork":
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("spawn")
+
+
+@contextlib.contextmanager
+def starting_child() -> Iterator[None]:
+    """Around the start of one worker process, in the supervisor.
+
+    Forking: the supervisor's database connections close first (a child that inherited one
+    would share its socket, and its exit would end the supervisor's session), and its signals
+    wait until the child is out (a SIGTERM reaching the child before ``become_worker`` would run
+    the supervisor's handler there, which signals the other workers)."""
+    if START_METHOD == "spawn":
+        with spawn_without_main():
+            yield
+        return
+    connections.close_all()
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _SUPERVISOR_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def become_worker() -> None:
+    """First thing in a worker process: SIGTERM stops it as any process (until its loop
+    handles it), Ctrl-C is the supervisor's business (it reaches the whole process group), and
+    the signals ``starting_child`` held back arrive now."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _SUPERVISOR_SIGNALS)

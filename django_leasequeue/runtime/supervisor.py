@@ -2,7 +2,6 @@
 
 import contextlib
 import logging
-import multiprocessing
 import os
 import signal
 import time
@@ -14,9 +13,14 @@ from django_leasequeue import protocol
 from django_leasequeue.backend import lease_queue_backend
 from django_leasequeue.metrics import counters as metrics
 from django_leasequeue.runtime.config import WorkerConfig
-from django_leasequeue.runtime.process import STOP_NOW, worker_main
+from django_leasequeue.runtime.process import STOP_NOW, preload, worker_main
 from django_leasequeue.runtime.registry import mark_dead
-from django_leasequeue.runtime.startup import GAVE_UP_WAITING, StartupState, spawn_without_main
+from django_leasequeue.runtime.startup import (
+    GAVE_UP_WAITING,
+    StartupState,
+    process_context,
+    starting_child,
+)
 from django_leasequeue.runtime.worker_id import new_worker_id
 
 logger = logging.getLogger(__name__)
@@ -50,7 +54,7 @@ class _Slot:
 class Supervisor:
     def __init__(self, config: WorkerConfig) -> None:
         self.config = config
-        self.context = multiprocessing.get_context("spawn")
+        self.context = process_context()
         self.slots = [_Slot(i) for i in range(config.processes)]
         self.signals_received = 0
         self.hard_stop_at: float | None = None
@@ -63,6 +67,7 @@ class Supervisor:
         """Run until stopped (or, in burst mode, until every worker has drained); exit status."""
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
+        preload()
         for slot in self.slots:
             if self.stopping:  # a signal while the others started: start no more
                 break
@@ -105,7 +110,7 @@ class Supervisor:
             args=(self.config, slot.worker_id, writer, slot.index),
             name=f"leasequeue-worker-{slot.index}",
         )
-        with spawn_without_main():
+        with starting_child():
             process.start()
         writer.close()
         slot.startup = StartupState(reader)

@@ -76,13 +76,14 @@ class Workers:
         )
 
     def children(self) -> list[int]:
-        """Pids of the worker processes the supervisor runs now (the spawn helper excluded)."""
+        """Pids of the worker processes the supervisor runs now: its living children (a zombie's
+        command line is empty) but multiprocessing's resource tracker."""
         path = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children")
         try:
             pids = [int(pid) for pid in path.read_text().split()]
         except FileNotFoundError:
             return []
-        return [pid for pid in pids if b"spawn_main" in _cmdline(pid)]
+        return [pid for pid in pids if (line := _cmdline(pid)) and b"resource_tracker" not in line]
 
     def wait_for_children(self, count: int, timeout: float = 20) -> list[int]:
         wait_until(lambda: len(self.children()) >= count, timeout, f"{count} worker processes")

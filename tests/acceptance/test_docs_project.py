@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 import django
 import psycopg
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from devtools.services import free_port
 from tests import docs_snippets
@@ -175,6 +176,22 @@ def _stop(process: subprocess.Popen) -> None:
             process.wait()
 
 
+def _why_not_final(root: Path, job_id: str, html: str, logs: Path) -> str:
+    """What a bar that never turned final saw: the job's row, the page and both logs."""
+    job = _shell(
+        root,
+        "from django_leasequeue.models import Job\n"
+        f"print(Job.objects.filter(pk={job_id!r}).values().first())",
+    )
+    return "\n".join(
+        [
+            f"job: {job}",
+            f"page: {html[:3000]}",
+            *(f"{log.name}:\n{log.read_text()[-5000:]}" for log in sorted(logs.glob("*.log"))),
+        ]
+    )
+
+
 def _answers(url: str) -> bool:
     try:
         with urllib.request.urlopen(url, timeout=1):
@@ -227,10 +244,13 @@ def test_a_project_built_from_the_readme_runs_a_job_with_a_live_bar(
               if (window.__values.at(-1) !== v) window.__values.push(v);
             }).observe(document.querySelector('[role=progressbar]'), {attributes: true});"""
         )
-        page.wait_for_function(
-            "document.querySelector('.leasequeue-progress').dataset.final === 'true'",
-            timeout=60_000,
-        )
+        try:
+            page.wait_for_function(
+                "document.querySelector('.leasequeue-progress').dataset.final === 'true'",
+                timeout=60_000,
+            )
+        except PlaywrightTimeoutError:
+            pytest.fail(_why_not_final(root, job_id, page.content(), tmp_path))
         values = page.evaluate("window.__values")
         status = page.locator(".leasequeue-progress__status").inner_text()
         notice_visible = page.locator(".leasequeue-progress__script-error").is_visible()

@@ -79,16 +79,6 @@ def test_max_wait_is_for_bursts():
         call_command("runworkers", "--burst", "--max-wait", "0")
 
 
-def test_settings_that_fail_in_the_workers_end_runworkers_with_the_import_error(start_workers):
-    workers = start_workers(
-        "--processes", "2", env={"DJANGO_SETTINGS_MODULE": "tests.settings_broken_in_workers"}
-    )
-    code = workers.process.wait(GIVE_UP_WITHIN_SECONDS)
-    log = workers.log()
-    assert code != 0
-    assert log.count("ModuleNotFoundError: No module named 'tests.no_such_module'") == 1, log
-
-
 def test_a_manage_py_without_the_main_guard_runs_workers(tmp_path):
     """multiprocessing's spawn re-imports the parent's script in every child; a manage.py that
     calls execute_from_command_line unguarded used to start runworkers again in each worker."""
