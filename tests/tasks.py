@@ -122,3 +122,18 @@ def stays_alive(context, seconds):
             )
             time.sleep(0.2)
     return execution
+
+
+@task
+async def atimes_its_sleep(seconds):
+    """Sleeps; returns when its code started and ended, by the clock of its process."""
+    started = time.time()
+    await asyncio.sleep(seconds)
+    return [started, time.time()]
+
+
+@task
+def times_its_sleep(seconds):
+    started = time.time()
+    time.sleep(seconds)
+    return [started, time.time()]
