@@ -247,7 +247,7 @@ def test_a_project_built_from_the_readme_runs_a_job_with_a_live_bar(
         try:
             page.wait_for_function(
                 "document.querySelector('.leasequeue-progress').dataset.final === 'true'",
-                timeout=60_000,
+                timeout=120_000,  # a 4 s job; the margin is for a loaded CI machine
             )
         except PlaywrightTimeoutError:
             pytest.fail(_why_not_final(root, job_id, page.content(), tmp_path))
