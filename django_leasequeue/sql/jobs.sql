@@ -3,14 +3,6 @@
 -- lease_version, status = 'running'): zero rows back means the lease was lost and nothing was
 -- written.
 --
--- A claim's commit does not wait for its WAL to reach disk (set_config('synchronous_commit',
--- 'off', true): for the claim's own transaction only). A claim lost with a PostgreSQL crash
--- leaves its job queued, to run again, as a worker crash would; and it cannot be lost once
--- anything after it was made durable: WAL is flushed in order, so the lease holder's first
--- synchronous commit (a heartbeat, a checkpoint, the outcome, a write of the job's own on the
--- same server) flushes the claim too. It saves a claim round trip the flush: about 0.2 ms of
--- pickup and 12% of a no-op drain's rate on the benchmark machine (docs/benchmarks.md).
---
 -- Claims skip jobs of paused queues (leasequeue_paused_queue) and jobs past their expires_at.
 -- Expiry depends on now(), so no index predicate can leave expired jobs out; a backlog of them
 -- ahead of the live ones (an outage longer than their expires_after) must not be walked:
@@ -124,7 +116,6 @@ WHERE id = ANY(%(ids)s::uuid[])
   AND (flow_key IS NULL OR %(flow_claim)s::boolean)
   AND (expires_at IS NULL OR expires_at > now())
   AND queue_name || '' <> ALL(ARRAY(SELECT queue_name FROM leasequeue_paused_queue))
-  AND (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL  -- file header
 RETURNING id, task_path, queue_name, priority, backend, args, kwargs, attempt, max_attempts,
           lease_version, timeout_seconds, backoff_seconds, checkpoint, enqueued_at, started_at,
           last_attempted_at, worker_ids, errors, run_after, workflow_id, upstream, has_dependents,
@@ -154,7 +145,6 @@ SET status = 'running',
     lease_expires_at = now() + make_interval(secs => %(lease_seconds)s::float8)
 FROM picked
 WHERE job.id = picked.id
-  AND (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL  -- file header
 RETURNING job.id, job.task_path, job.queue_name, job.priority, job.backend, job.args, job.kwargs,
           job.attempt, job.max_attempts, job.lease_version, job.timeout_seconds,
           job.backoff_seconds, job.checkpoint, job.enqueued_at, job.started_at,
@@ -216,7 +206,6 @@ SET status = 'running',
     lease_expires_at = now() + make_interval(secs => %(lease_seconds)s::float8)
 FROM picked
 WHERE job.id = picked.id
-  AND (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL  -- file header
 RETURNING job.id, job.task_path, job.queue_name, job.priority, job.backend, job.args, job.kwargs,
           job.attempt, job.max_attempts, job.lease_version, job.timeout_seconds,
           job.backoff_seconds, job.checkpoint, job.enqueued_at, job.started_at,
@@ -257,7 +246,6 @@ SET status = 'running',
     lease_expires_at = now() + make_interval(secs => %(lease_seconds)s::float8)
 FROM picked
 WHERE job.id = picked.id
-  AND (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL  -- file header
 RETURNING job.id, job.task_path, job.queue_name, job.priority, job.backend, job.args, job.kwargs,
           job.attempt, job.max_attempts, job.lease_version, job.timeout_seconds,
           job.backoff_seconds, job.checkpoint, job.enqueued_at, job.started_at,

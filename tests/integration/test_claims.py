@@ -3,7 +3,6 @@
 import asyncio
 
 import pytest
-from django.db import connection, transaction
 
 from django_leasequeue import protocol
 from django_leasequeue.models import Job
@@ -115,31 +114,3 @@ def test_claims_read_only_their_jobs_when_the_statistics_are_of_finished_jobs(ba
     assert rows_read(by_ids) <= 20  # its 10 looked up, and updated
     assert rows_read(poll) <= 40  # its 10, and locks re-read
     assert {job.id for job in protocol.execute(by_ids)} == set(woken)
-
-
-@pytest.mark.parametrize(
-    "claim",
-    [
-        lambda ids: protocol.claim_by_ids(ids, worker_id="w", lease_seconds=30),
-        lambda ids: protocol.claim_by_ids(ids, worker_id="w", lease_seconds=30, flow_claim=True),
-        lambda ids: protocol.claim_batch(["default"], 5, worker_id="w", lease_seconds=30),
-        lambda ids: protocol.claim_batch(
-            ["default"], 5, worker_id="w", lease_seconds=30, with_expiring=False
-        ),
-        lambda ids: protocol.claim_batch_by_queue(["default"], 5, worker_id="w", lease_seconds=30),
-    ],
-    ids=["by ids", "flow claim", "batch", "batch, no expiring", "batch by queue"],
-)
-def test_a_claim_commits_without_waiting_for_its_wal_flush_and_only_it(backend, claim):
-    """Each claim turns synchronous_commit off for its own transaction (jobs.sql says why),
-    and the session's next transaction waits for its flush again."""
-    job_id = add.enqueue(1, 1).id
-    with connection.cursor() as cursor, transaction.atomic():
-        statement = claim([job_id])
-        cursor.execute(statement.query.sql, statement.params)
-        assert [str(row[0]) for row in cursor.fetchall()] == [job_id]
-        cursor.execute("SHOW synchronous_commit")
-        assert cursor.fetchone() == ("off",)
-    with connection.cursor() as cursor:
-        cursor.execute("SHOW synchronous_commit")
-        assert cursor.fetchone() == ("on",)
