@@ -137,3 +137,11 @@ def times_its_sleep(seconds):
     started = time.time()
     time.sleep(seconds)
     return [started, time.time()]
+
+
+@task
+def pools_found():
+    """The Django connection pools open in this worker process when the job starts."""
+    from django_leasequeue.runtime.startup import connection_pools
+
+    return sorted(connection_pools())

@@ -1,6 +1,13 @@
 """What ``runworkers`` was asked to run; plain data so it can cross into spawned processes."""
 
+import sys
 from dataclasses import dataclass
+from typing import Literal
+
+# How worker processes start: forked from the supervisor, which has set Django up already (a
+# child is serving in milliseconds), on Linux; spawned elsewhere (macOS's system libraries are
+# not safe to fork without exec).
+DEFAULT_START_METHOD: Literal["fork", "spawn"] = "fork" if sys.platform == "linux" else "spawn"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -18,3 +25,5 @@ class WorkerConfig:
     # service waits for ever: it has nowhere else to be).
     max_wait: float = 60.0
     log_level: str = "INFO"
+    # "fork" or "spawn" (see runtime.startup).
+    start_method: Literal["fork", "spawn"] = DEFAULT_START_METHOD

@@ -1,4 +1,4 @@
-"""Entry point of one worker process (spawned by the supervisor)."""
+"""Entry point of one worker process (forked or spawned by the supervisor, see ``startup``)."""
 
 import asyncio
 import gc
@@ -23,8 +23,8 @@ STOP_NOW = signal.SIGUSR1
 
 
 def preload() -> None:
-    """In the supervisor, before its children fork: import what a worker process runs, so
-    that they find it imported, then move every object there is to the collector's permanent
+    """In the supervisor, before its children start: import what a worker process runs, so
+    that forked ones find it imported, then move every object there is to the collector's permanent
     generation (``gc.freeze``): the children's full collections do not walk those again (nor
     touch, and so copy, their memory pages), and neither does the supervisor's exit, which
     took 0.3 s of a short ``--burst`` collecting them. (Not imported at the top of this module:

@@ -5,10 +5,11 @@ settings, PostgreSQL refusing its login): restarting it forever helps nobody. Th
 its error text instead of logging it, so that the supervisor prints it once, however many
 times it tries, and then gives up (see ``supervisor``).
 
-The other half is how a child comes to be. On Linux it is forked from the supervisor, which has
-set Django up and imported the worker's modules already: a child is running in milliseconds
-instead of importing Django and setting it up again (about half a second of CPU each). Elsewhere
-(macOS's system libraries are not safe to fork without exec) it is spawned, and
+The other half is how a child comes to be (``runworkers --start-method``). Forked (the default
+on Linux), it finds Django set up and the worker's modules imported by the supervisor: it is
+running in milliseconds instead of importing Django and setting it up again (about half a
+second of CPU each). Spawned (the default elsewhere: macOS's system libraries are not safe to
+fork without exec; or for a project whose settings create what cannot cross a fork),
 ``spawn_without_main`` keeps it from running the parent's ``__main__`` script again:
 multiprocessing's spawn re-imports it in every child, so a ``manage.py`` without the
 ``if __name__ == "__main__":`` guard would run ``runworkers`` once more in each worker process,
@@ -24,11 +25,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.context import ForkContext, SpawnContext
+from typing import Literal
 
 from django.db import connections
-
-#: How the supervisor starts its worker processes (see the module's docstring).
-START_METHOD = "fork" if sys.platform == "linux" else "spawn"
+from django.db.backends.postgresql.base import DatabaseWrapper as PostgresWrapper
 
 # The signals the supervisor handles itself, which a forked child must not handle its way.
 _SUPERVISOR_SIGNALS = {signal.SIGTERM, signal.SIGINT}
@@ -103,26 +103,27 @@ def spawn_without_main() -> Iterator[None]:
         sys.modules["__main__"] = main
 
 
-def process_context() -> ForkContext | SpawnContext:
-    """Where the supervisor makes its worker processes: by ``START_METHOD``."""
-    if START_METHOD == "fork":
+def process_context(start_method: Literal["fork", "spawn"]) -> ForkContext | SpawnContext:
+    """Where the supervisor makes its worker processes."""
+    if start_method == "fork":
         return multiprocessing.get_context("fork")
     return multiprocessing.get_context("spawn")
 
 
 @contextlib.contextmanager
-def starting_child() -> Iterator[None]:
+def starting_child(start_method: Literal["fork", "spawn"]) -> Iterator[None]:
     """Around the start of one worker process, in the supervisor.
 
-    Forking: the supervisor's database connections close first (a child that inherited one
-    would share its socket, and its exit would end the supervisor's session), and its signals
-    wait until the child is out (a SIGTERM reaching the child before ``become_worker`` would run
-    the supervisor's handler there, which signals the other workers)."""
-    if START_METHOD == "spawn":
+    Forking: the supervisor's database connections and connection pools close first (a child
+    that inherited one would share its sockets, and a pool's threads do not cross a fork), and
+    its signals wait until the child is out (a SIGTERM reaching the child before
+    ``become_worker`` would run the supervisor's handler there, which signals the other
+    workers)."""
+    if start_method == "spawn":
         with spawn_without_main():
             yield
         return
-    connections.close_all()
+    _close_databases()
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, _SUPERVISOR_SIGNALS)
     try:
         yield
@@ -137,3 +138,17 @@ def become_worker() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, _SUPERVISOR_SIGNALS)
+
+
+def _close_databases() -> None:
+    """Close every database connection of this process, and the pools of those that have one
+    open (``OPTIONS["pool"]``: closing a connection only hands it back to its pool)."""
+    for connection in connections.all():
+        connection.close()
+        if isinstance(connection, PostgresWrapper) and connection.alias in connection_pools():
+            connection.close_pool()
+
+
+def connection_pools() -> dict[str, object]:
+    """The open pools of Django's PostgreSQL connections, by alias (Django 5.1+)."""
+    return getattr(PostgresWrapper, "_connection_pools", {})

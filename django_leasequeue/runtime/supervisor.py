@@ -54,7 +54,7 @@ class _Slot:
 class Supervisor:
     def __init__(self, config: WorkerConfig) -> None:
         self.config = config
-        self.context = process_context()
+        self.context = process_context(config.start_method)
         self.slots = [_Slot(i) for i in range(config.processes)]
         self.signals_received = 0
         self.hard_stop_at: float | None = None
@@ -110,7 +110,7 @@ class Supervisor:
             args=(self.config, slot.worker_id, writer, slot.index),
             name=f"leasequeue-worker-{slot.index}",
         )
-        with starting_child():
+        with starting_child(self.config.start_method):
             process.start()
         writer.close()
         slot.startup = StartupState(reader)

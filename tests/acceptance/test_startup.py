@@ -2,6 +2,7 @@
 restarting them for ever. And a manage.py without the ``__main__`` guard. Real processes."""
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -13,8 +14,9 @@ from django.db import connection
 from django_leasequeue.models import Job
 from django_leasequeue.runtime.supervisor import STARTUP_ATTEMPTS
 from tests.acceptance import harness
+from tests.acceptance.harness import wait_until
 from tests.servers import free_port
-from tests.tasks import add
+from tests.tasks import add, pools_found
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.crash]
 
@@ -77,6 +79,48 @@ def test_max_wait_is_for_bursts():
         call_command("runworkers", "--max-wait", "5")
     with pytest.raises(CommandError, match="is not a number above 0"):
         call_command("runworkers", "--burst", "--max-wait", "0")
+
+
+def test_settings_that_fail_in_spawned_workers_end_runworkers_with_the_import_error(
+    start_workers,
+):
+    """Spawned children load the settings anew (forked ones inherit the supervisor's)."""
+    workers = start_workers(
+        "--processes",
+        "2",
+        "--start-method",
+        "spawn",
+        env={"DJANGO_SETTINGS_MODULE": "tests.settings_broken_in_workers"},
+    )
+    code = workers.process.wait(GIVE_UP_WITHIN_SECONDS)
+    log = workers.log()
+    assert code != 0
+    assert log.count("ModuleNotFoundError: No module named 'tests.no_such_module'") == 1, log
+
+
+@pytest.mark.parametrize("start_method", ["fork", "spawn"])
+def test_workers_started_either_way_run_jobs(start_workers, start_method):
+    job_id = add.enqueue(2, 3).id
+    workers = start_workers("--burst", "--processes", "2", "--start-method", start_method)
+    assert workers.process.wait(60) == 0, workers.log()
+    assert Job.objects.get(pk=job_id).status == "succeeded"
+
+
+def test_a_forked_worker_gets_none_of_the_supervisors_connection_pools(start_workers):
+    """With Django's connection pool, the supervisor opens one when a worker dies (it marks
+    the worker dead and ends its leases); it closes it before forking the next."""
+    workers = start_workers(
+        "--processes", "1", env={"DJANGO_SETTINGS_MODULE": "tests.settings_pool"}
+    )
+    [first] = workers.wait_for_children(1)
+    ran = add.enqueue(1, 1).id  # the worker has started once it ran this
+    wait_until(lambda: Job.objects.get(pk=ran).status == "succeeded", 30, "a first job to run")
+    os.kill(first, signal.SIGKILL)
+    wait_until(lambda: workers.children() not in ([], [first]), 30, "the worker process restarted")
+    wait_until(lambda: "Worker process 0 died" in workers.log(), 10, "the death logged")
+    job_id = pools_found.enqueue().id
+    wait_until(lambda: Job.objects.get(pk=job_id).status == "succeeded", 30, "the probe job to run")
+    assert pools_found.get_result(job_id).return_value == [], workers.log()
 
 
 def test_a_manage_py_without_the_main_guard_runs_workers(tmp_path):

@@ -53,6 +53,15 @@ class Command(BaseCommand):
             "--burst", action="store_true", help="Run what is due, then exit (tests, cron, CI)."
         )
         parser.add_argument(
+            "--start-method",
+            choices=["fork", "spawn"],
+            default=_DEFAULTS.start_method,
+            help="How worker processes start: forked from this one, Django already set up "
+            "(Linux's default), or spawned, each setting Django up anew (elsewhere; also for "
+            "settings that create what cannot cross a fork). Default here: "
+            f"{_DEFAULTS.start_method}.",
+        )
+        parser.add_argument(
             "--max-wait",
             type=positive_float,
             metavar="SECONDS",
@@ -91,6 +100,7 @@ class Command(BaseCommand):
             burst=options["burst"],
             max_wait=options["max_wait"] or _DEFAULTS.max_wait,
             log_level=_LOG_LEVELS[options["verbosity"]],
+            start_method=options["start_method"],
         )
         configure_logging(config.log_level, "supervisor")
         if config.queues and (unserved := sorted(backend.queues - set(config.queues))):
