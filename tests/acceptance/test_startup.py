@@ -141,7 +141,17 @@ def test_a_manage_py_without_the_main_guard_runs_workers(tmp_path):
     }
     env.pop("DJANGO_SETTINGS_MODULE", None)
     done = subprocess.run(
-        [sys.executable, "manage.py", "runworkers", "--burst", "--processes", "2"],
+        # Spawned workers are what re-import the script (a fork does not).
+        [
+            sys.executable,
+            "manage.py",
+            "runworkers",
+            "--burst",
+            "--processes",
+            "2",
+            "--start-method",
+            "spawn",
+        ],
         cwd=tmp_path,
         env=env,
         capture_output=True,
