@@ -136,7 +136,7 @@ def test_a_killed_holder_gives_its_slot_back_and_nothing_is_lost(start_workers):
 
 def test_a_rate_limit_holds_through_a_redis_flush_and_outage(start_workers, backend):
     """10/s over 200 jobs and 3 processes, while Redis is flushed, then down for 4 s: any
-    one-second window holds at most 12 starts, and the overall rate is within 10% of 10/s;
+    one-second window holds at most 12 claims, and the overall rate is within 10% of 10/s;
     unlimited jobs enqueued while Redis is down still run."""
     with RedisServer() as server, override_settings(CACHES=server.caches()):
         backend.enqueue_many([(flow_tasks.rated, (n,), {}) for n in range(200)])
@@ -158,11 +158,20 @@ def test_a_rate_limit_holds_through_a_redis_flush_and_outage(start_workers, back
         wait_until(lambda: _succeeded(flow_tasks.rated) == 200, 60, "all 200 rated jobs")
     starts = [started for _, started, _ in _runs("rated-")]
     assert len(starts) == 200
+    # The limit admits a job at its claim; its start can lag the claim by its thread's
+    # scheduling on a loaded machine (13 starts in a window, once in CI), so the windows
+    # count claims, by the database's clock.
+    claims = sorted(
+        Job.objects.filter(task_path=flow_tasks.rated.module_path).values_list(
+            "last_attempted_at", flat=True
+        )
+    )
+    assert len(claims) == 200
     window = timedelta(seconds=1)
-    most = max(sum(1 for s in starts[i:] if s <= start + window) for i, start in enumerate(starts))
+    most = max(sum(1 for c in claims[i:] if c <= claim + window) for i, claim in enumerate(claims))
     assert most <= 12, most
     rate = (len(starts) - 1) / (starts[-1] - starts[0]).total_seconds()
-    print(f"rate_limit=10/s: at most {most} starts in a 1 s window, {rate:.2f} starts/s overall")
+    print(f"rate_limit=10/s: at most {most} claims in a 1 s window, {rate:.2f} starts/s overall")
     assert 9.0 <= rate <= 11.0, rate
 
 
