@@ -2,6 +2,7 @@
 
 import asyncio
 import contextlib
+import json
 import threading
 import time
 import uuid
@@ -172,6 +173,46 @@ def rows_read(statement: protocol.Statement) -> int:
         [[[plan]]] = cursor.fetchall()
         cursor.execute("ROLLBACK")
     scans = [n for n in plan_nodes(plan["Plan"]) if n.get("Relation Name") == "leasequeue_job"]
+    return sum(
+        n["Actual Rows"] * n["Actual Loops"] + n.get("Rows Removed by Filter", 0) for n in scans
+    )
+
+
+def rows_read_inside(statement: protocol.Statement) -> int:
+    """``rows_read`` of a statement whose work is done by a PL/pgSQL function: the scans of the
+    job table by the statements inside it, as auto_explain reports their plans (rolled back)."""
+    connection = connections["default"]
+    connection.ensure_connection()
+    plans: list[str] = []
+
+    def keep(diagnostic) -> None:
+        plans.append(diagnostic.message_primary.split("plan:", 1)[-1])
+
+    connection.connection.add_notice_handler(keep)
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("BEGIN")
+            cursor.execute("LOAD 'auto_explain'")
+            for setting, value in {
+                "log_min_duration": "0",
+                "log_analyze": "on",
+                "log_nested_statements": "on",
+                "log_format": "json",
+                "log_level": "notice",
+            }.items():
+                cursor.execute(f"SET LOCAL auto_explain.{setting} = '{value}'")
+            cursor.execute(statement.query.sql, statement.params)
+            cursor.execute("ROLLBACK")
+    finally:
+        connection.connection.remove_notice_handler(keep)
+    scans = [
+        node
+        for plan in plans
+        if plan.strip().startswith("{")
+        for node in plan_nodes(json.loads(plan)["Plan"])
+        if node.get("Relation Name") == "leasequeue_job"
+    ]
+    assert scans, "auto_explain reported no scan of the job table"
     return sum(
         n["Actual Rows"] * n["Actual Loops"] + n.get("Rows Removed by Filter", 0) for n in scans
     )

@@ -114,3 +114,21 @@ def test_claims_read_only_their_jobs_when_the_statistics_are_of_finished_jobs(ba
     assert rows_read(by_ids) <= 20  # its 10 looked up, and updated
     assert rows_read(poll) <= 40  # its 10, and locks re-read
     assert {job.id for job in protocol.execute(by_ids)} == set(woken)
+
+
+def test_batch_writes_find_their_jobs_by_key_among_many_running_ones(backend):
+    """With the statistics of a table of finished jobs (running ones look rare), a batch's
+    completion and heartbeat were planned over the running-jobs index and read every running
+    job (and, late in a drain, every entry claimed since the last vacuum) to write their 10."""
+    statistics_of_finished_jobs(backend)
+    backend.enqueue_many([(add, (1, n), {}) for n in range(3_000)])
+    claimed = protocol.execute(
+        protocol.claim_batch(None, 3_000, worker_id="w", lease_seconds=30, with_expiring=False)
+    )
+    assert len(claimed) == 3_000
+    batch = [job.lease for job in claimed[:10]]
+    completion = protocol.complete_many([(lease, "3") for lease in batch])
+    heartbeat = protocol.heartbeat(batch, lease_seconds=30)
+    assert rows_read(completion) <= 20  # its 10 looked up, and updated
+    assert rows_read(heartbeat) <= 40  # its 10 looked up, locked, renewed
+    assert protocol.execute(completion) == {lease.job_id for lease in batch}

@@ -21,7 +21,12 @@ from django_leasequeue import (
 from django_leasequeue.models import Job, StepDependency, WorkflowRun
 from tests.acceptance import harness
 from tests.acceptance.harness import wait_until
-from tests.helpers import rows_read, statistics_of_finished_jobs, try_claim_batch
+from tests.helpers import (
+    rows_read,
+    rows_read_inside,
+    statistics_of_finished_jobs,
+    try_claim_batch,
+)
 from tests.workflow_tasks import add_one, explode, fetch, length, noop, report, total
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -260,6 +265,18 @@ def test_finding_released_steps_reads_each_child_by_its_key_on_a_freshly_filled_
     statement = protocol.released_steps([job.id for job in claimed])
     assert rows_read(statement) <= 20  # the callback, once per distinct child
     assert protocol.execute(statement) == []  # it waits for 9,980 more parents
+
+
+def test_a_batch_of_steps_is_completed_by_key_among_many_running_ones():
+    """Its cached plan joined the batch to the running-jobs index, which the statistics of a
+    table of finished jobs make look small: every running step read to complete 10."""
+    statistics_of_finished_jobs(noop.get_backend())
+    chord(group(*(step(noop) for _ in range(3_000))), step(length)).enqueue()
+    claimed = try_claim_batch(limit=3_000)
+    assert len(claimed) == 3_000
+    completion = protocol.complete_steps([(job.lease, "null") for job in claimed[:10]])
+    assert rows_read_inside(completion) <= 40  # its 10 updated, and the callback locked
+    assert protocol.execute(completion).applied == {job.id for job in claimed[:10]}
 
 
 def _workflow_books(handle) -> tuple[str, int, int]:
