@@ -23,7 +23,7 @@
 -- planner may take it for a claimable-jobs partial index's predicate and walk that index, which
 -- it does when the statistics are of a table of finished jobs (where claimable ones look rare)
 -- and a backlog has arrived since: claim_by_ids read 10,010 rows to claim 10. The fenced writes
--- of a batch (heartbeat, complete_many, leasequeue_complete_steps) test `status || '' =
+-- of a batch (heartbeat, leasequeue_complete_many, leasequeue_complete_steps) test `status || '' =
 -- 'running'` for the same reason: written plainly, they were planned over the running-jobs
 -- index, which holds an entry for every job claimed since the last vacuum; a bitmap scan of it
 -- reads all of them (in a drain, 3-5 ms per completion of 10 jobs where the primary key takes
@@ -361,14 +361,9 @@ WHERE id = %(id)s::uuid AND lease_version = %(lease_version)s::integer AND statu
 RETURNING id;
 
 -- name: complete_many
--- Fenced batch of complete: one statement for many finished jobs; returns those applied.
-UPDATE leasequeue_job AS job
-SET status = 'succeeded', result = done.result, finished_at = now(), lease_expires_at = NULL
-FROM unnest(%(ids)s::uuid[], %(versions)s::integer[], %(results)s::jsonb[])
-     AS done(id, lease_version, result)
-WHERE job.id = done.id AND job.lease_version = done.lease_version
-  AND job.status || '' = 'running'
-RETURNING job.id;
+-- Fenced batch of complete: one statement for many finished jobs, its plan cached (migration 0018); returns those applied.
+SELECT id FROM leasequeue_complete_many(%(ids)s::uuid[], %(versions)s::integer[], %(results)s::jsonb[])
+     AS applied(id);
 
 -- name: complete_steps
 -- complete_many for workflow steps, their books kept once per batch (migrations 0016, 0017); returns the ids completed and the steps released.
