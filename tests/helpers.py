@@ -178,9 +178,10 @@ def rows_read(statement: protocol.Statement) -> int:
     )
 
 
-def rows_read_inside(statement: protocol.Statement) -> int:
+def rows_read_inside(statement: protocol.Statement, *, of_statement: str = "") -> int:
     """``rows_read`` of a statement whose work is done by a PL/pgSQL function: the scans of the
-    job table by the statements inside it, as auto_explain reports their plans (rolled back)."""
+    job table by the statements inside it (those whose text holds ``of_statement``), as
+    auto_explain reports their plans (rolled back)."""
     connection = connections["default"]
     connection.ensure_connection()
     plans: list[str] = []
@@ -205,11 +206,12 @@ def rows_read_inside(statement: protocol.Statement) -> int:
             cursor.execute("ROLLBACK")
     finally:
         connection.connection.remove_notice_handler(keep)
+    explained = [json.loads(plan) for plan in plans if plan.strip().startswith("{")]
     scans = [
         node
-        for plan in plans
-        if plan.strip().startswith("{")
-        for node in plan_nodes(json.loads(plan)["Plan"])
+        for plan in explained
+        if of_statement in plan["Query Text"]
+        for node in plan_nodes(plan["Plan"])
         if node.get("Relation Name") == "leasequeue_job"
     ]
     assert scans, "auto_explain reported no scan of the job table"
