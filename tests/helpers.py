@@ -173,6 +173,11 @@ def rows_read(statement: protocol.Statement) -> int:
         [[[plan]]] = cursor.fetchall()
         cursor.execute("ROLLBACK")
     scans = [n for n in plan_nodes(plan["Plan"]) if n.get("Relation Name") == "leasequeue_job"]
+    return _rows_of(scans)
+
+
+def _rows_of(scans: list[dict]) -> int:
+    """Rows the scan nodes produced or filtered out."""
     return sum(
         n["Actual Rows"] * n["Actual Loops"] + n.get("Rows Removed by Filter", 0) for n in scans
     )
@@ -215,9 +220,7 @@ def rows_read_inside(statement: protocol.Statement, *, of_statement: str = "") -
         if node.get("Relation Name") == "leasequeue_job"
     ]
     assert scans, "auto_explain reported no scan of the job table"
-    return sum(
-        n["Actual Rows"] * n["Actual Loops"] + n.get("Rows Removed by Filter", 0) for n in scans
-    )
+    return _rows_of(scans)
 
 
 def statistics_of_finished_jobs(backend, jobs: int = 10_000) -> None:

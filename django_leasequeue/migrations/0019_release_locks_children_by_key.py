@@ -10,87 +10,19 @@ from django.db import migrations
 # chord's fan-in cost per step grew with its size (427 µs a step in one group of 10,000 against
 # 311 in groups of 10; the drain at 0.49 of plain jobs). The children's ids are now gathered
 # first and locked by key. The rest of the function is 0016's.
-RELEASE_CHILDREN = r"""
-CREATE OR REPLACE FUNCTION leasequeue_release_children(parent_ids uuid[])
-RETURNS TABLE (released_id uuid, released_queue varchar) LANGUAGE plpgsql
--- The probe for an unfinished parent must go through leasequeue_dep_unsettled. Planned on
--- statistics taken just after a big chord was enqueued (autovacuum analyzes a table soon after
--- 10% of it is inserted), where every dependency row is the callback's and unsettled, a
--- sequential scan looks as if it stopped at its first row; it reads every row settled since
--- (0.5 ms per probe with 9,000 of 10,000 settled): a chord's drain would grow with the square
--- of its size.
-SET enable_seqscan = off
-AS $$
-DECLARE
-    waiting_id uuid;
-    due boolean;
-BEGIN
-    -- Lock the children in id order. Two parents finishing at once both settle, then one
-    -- waits for the other's lock (its workflow's row, which both updated first, or else this
-    -- one): once it has it, its probe below (a new statement, a new snapshot) sees the first
-    -- one's settled row.
-    -- By key: written as a join, its generic plan (a PL/pgSQL plan is cached per session)
+LOCK_AS_A_JOIN = """    PERFORM 1 FROM leasequeue_job
+    WHERE id IN (SELECT child_id FROM leasequeue_dependency WHERE parent_id = ANY(parent_ids))
+    ORDER BY id FOR UPDATE;"""
+LOCK_BY_KEY = """    -- By key: written as a join, its generic plan (a PL/pgSQL plan is cached per session)
     -- merged the children with an ordered scan of the whole job table.
     PERFORM 1 FROM leasequeue_job
     WHERE id = ANY(ARRAY(SELECT DISTINCT child_id FROM leasequeue_dependency
                          WHERE parent_id = ANY(parent_ids)))
-    ORDER BY id FOR UPDATE;
-    FOR waiting_id IN
-        SELECT DISTINCT dependency.child_id FROM leasequeue_dependency AS dependency
-        WHERE dependency.parent_id = ANY(parent_ids) ORDER BY dependency.child_id
-    LOOP
-        -- A parent still unfinished: one probe that stops at the first such row (what
-        -- nearly every member of a big group finds, at the cost of an index probe).
-        CONTINUE WHEN EXISTS (SELECT 1 FROM leasequeue_dependency AS pending
-                              WHERE pending.child_id = waiting_id AND pending.outcome IS NULL);
-        UPDATE leasequeue_job AS child
-        SET status = CASE WHEN ready.runs THEN 'queued' ELSE 'cancelled' END,
-            run_after = greatest(child.run_after, now()),
-            -- expires_after counts from when the step becomes due: its window moves with it.
-            expires_at = greatest(child.run_after, now()) + (child.expires_at - child.run_after),
-            finished_at = CASE WHEN ready.runs THEN NULL ELSE now() END,
-            errors = CASE WHEN ready.runs THEN child.errors ELSE child.errors || jsonb_build_array(
-                jsonb_build_object(
-                    'exception_class_path', 'django_leasequeue.exceptions.UpstreamFailed',
-                    'message', ready.reason, 'traceback', '', 'attempt', child.attempt,
-                    'worker_id', NULL, 'at', now())) END
-        FROM (
-            SELECT CASE waiting.run_if
-                       WHEN 'finished' THEN true
-                       WHEN 'on_complete' THEN true
-                       WHEN 'on_failure' THEN unsuccessful.step_name IS NOT NULL
-                       ELSE unsuccessful.step_name IS NULL END AS runs,
-                   CASE WHEN waiting.run_if = 'on_failure' THEN 'no step of the workflow failed'
-                        WHEN unsuccessful.outcome = 'failed'
-                        THEN format('upstream step %s failed', unsuccessful.step_name)
-                        ELSE format('upstream step %s was cancelled', unsuccessful.step_name)
-                   END AS reason
-            FROM leasequeue_job AS waiting
-            LEFT JOIN LATERAL (
-                SELECT parent.step_name, dependency.outcome
-                FROM leasequeue_dependency AS dependency
-                JOIN leasequeue_job AS parent ON parent.id = dependency.parent_id
-                WHERE dependency.child_id = waiting.id
-                  AND dependency.outcome IN ('failed', 'cancelled')
-                ORDER BY dependency.position
-                LIMIT 1
-            ) AS unsuccessful ON true
-            WHERE waiting.id = waiting_id
-        ) AS ready
-        WHERE child.id = waiting_id AND child.status = 'waiting'
-        RETURNING child.id, child.queue_name, child.status = 'queued' AND child.run_after <= now()
-        INTO released_id, released_queue, due;
-        IF due THEN
-            RETURN NEXT;  -- queued and due now: a worker may be woken for it once this commits
-        END IF;
-    END LOOP;
-END $$;
-"""
+    ORDER BY id FOR UPDATE;"""
 
-BACKWARD = (
-    import_module("django_leasequeue.migrations.0016_steps_completed_per_statement")
-    .RELEASE_CHILDREN.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION")
-)
+_0016 = import_module("django_leasequeue.migrations.0016_steps_completed_per_statement")
+BACKWARD = _0016.RELEASE_CHILDREN.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION")
+RELEASE_CHILDREN = BACKWARD.replace(LOCK_AS_A_JOIN, LOCK_BY_KEY)
 
 
 class Migration(migrations.Migration):
