@@ -33,6 +33,10 @@ FAST_OPTIONS = {
     "poll_seconds": 0.3,
     "resignal_after_seconds": 1.0,
 }
+# Jobs a browser test watches: progress written often, and a lease long enough that a stall of
+# a loaded machine (Chromium, Daphne and three test processes on two cores) does not make the
+# worker stop the watched job to fence itself; crash recovery is tested elsewhere.
+LIVE_PROGRESS_OPTIONS = {"progress_interval_seconds": 0.1, "lease_seconds": 10.0}
 
 
 def test_database_url() -> str:

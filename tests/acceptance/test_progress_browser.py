@@ -8,7 +8,7 @@ from playwright.sync_api import Page
 
 from tests.acceptance.asgi_server import Daphne
 from tests.acceptance.browser import screenshot_path
-from tests.acceptance.harness import THROUGH_PGBOUNCER
+from tests.acceptance.harness import LIVE_PROGRESS_OPTIONS, THROUGH_PGBOUNCER
 from tests.progress_tasks import stepped
 from tests.servers import RedisServer
 
@@ -59,7 +59,7 @@ def _assert_finished_live(page: Page, steps: int, *, moves: int = 5) -> None:
 def test_bar_moves_to_100_percent_over_websocket_without_reload(
     open_page, daphne, start_workers, tmp_path
 ):
-    start_workers("--concurrency", "2", options={"progress_interval_seconds": 0.1})
+    start_workers("--concurrency", "2", options=LIVE_PROGRESS_OPTIONS)
     steps = 20
     job_id = stepped.enqueue(steps, 0.3).id
     # Reduced motion switches the bar's width transition off: the screenshot shows what is true.
@@ -84,7 +84,7 @@ def test_bar_moves_to_100_percent_over_websocket_without_reload(
 def test_bar_falls_back_to_polling_when_websockets_are_unavailable(
     open_page, daphne, start_workers
 ):
-    start_workers("--concurrency", "2", options={"progress_interval_seconds": 0.1})
+    start_workers("--concurrency", "2", options=LIVE_PROGRESS_OPTIONS)
     steps = 10
     job_id = stepped.enqueue(steps, 0.6).id  # polls come once a second
     polls = []
@@ -110,7 +110,7 @@ def test_bar_falls_back_to_polling_when_the_channel_layer_is_down(
     down = RedisServer()  # never started: nothing listens on its port
     server = Daphne(tmp_path / "daphne-no-layer.log", env={"REDIS_URL": down.url}).start()
     try:
-        start_workers("--concurrency", "2", options={"progress_interval_seconds": 0.1})
+        start_workers("--concurrency", "2", options=LIVE_PROGRESS_OPTIONS)
         steps = 10
         job_id = stepped.enqueue(steps, 0.6).id
         sockets, polls = [], []
@@ -130,7 +130,7 @@ def test_bar_falls_back_to_polling_when_the_channel_layer_is_down(
 
 
 def test_bar_reconnects_after_the_server_restarts(open_page, daphne, start_workers):
-    start_workers("--concurrency", "2", options={"progress_interval_seconds": 0.1})
+    start_workers("--concurrency", "2", options=LIVE_PROGRESS_OPTIONS)
     steps = 40  # 12 s: the bar still has moves to show once daphne is back on a loaded machine
     job_id = stepped.enqueue(steps, 0.3).id
     page = open_page()
@@ -164,7 +164,7 @@ def test_bar_moves_to_100_percent_over_websocket_through_pgbouncer(
         start_workers(
             "--concurrency",
             "2",
-            options={"progress_interval_seconds": 0.1},
+            options=LIVE_PROGRESS_OPTIONS,
             database_url=through,
             env=THROUGH_PGBOUNCER,
         )

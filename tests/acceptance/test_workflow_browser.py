@@ -17,6 +17,7 @@ from playwright.sync_api import Page
 
 from tests.acceptance.asgi_server import Daphne
 from tests.acceptance.browser import screenshot_path
+from tests.acceptance.harness import LIVE_PROGRESS_OPTIONS
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 
@@ -62,7 +63,7 @@ def test_the_demo_import_moves_live_to_100_percent_and_its_admin_page_shows_it_s
     open_page, demo_site, start_workers, tmp_path
 ):
     session = _operator_session()
-    start_workers("--concurrency", "4", options={"progress_interval_seconds": 0.1})
+    start_workers("--concurrency", "4", options=LIVE_PROGRESS_OPTIONS)
     page = open_page(viewport={"width": 1100, "height": 900}, reduced_motion="reduce")
     context = page.context
     context.add_cookies([{"name": "sessionid", "value": session, "url": demo_site.url}])
