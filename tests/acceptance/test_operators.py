@@ -293,7 +293,8 @@ def free_port_pair() -> int:
 
 def test_each_worker_process_serves_its_own_port(start_workers):
     port = free_port_pair()
-    start_workers("--processes", "2", options={"metrics_port": port})
+    # A long lease: on a loaded machine a short one expires and a job starts twice.
+    start_workers("--processes", "2", options={"metrics_port": port, "lease_seconds": 10.0})
     wait_until(lambda: len(alive_rows()) == 2, 20, "two registered workers")
     ids = [add.enqueue(i, 1).id for i in range(12)]
     wait_until(lambda: all_done(ids), 30, "the jobs")

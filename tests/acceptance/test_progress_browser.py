@@ -59,7 +59,6 @@ def _assert_finished_live(page: Page, steps: int, *, moves: int = 5) -> None:
 def test_bar_moves_to_100_percent_over_websocket_without_reload(
     open_page, daphne, start_workers, tmp_path
 ):
-    start_workers("--concurrency", "2", options=LIVE_PROGRESS_OPTIONS)
     steps = 20
     job_id = stepped.enqueue(steps, 0.3).id
     # Reduced motion switches the bar's width transition off: the screenshot shows what is true.
@@ -68,6 +67,8 @@ def test_bar_moves_to_100_percent_over_websocket_without_reload(
     page.on("websocket", lambda socket: sockets.append(socket.url))
     page.goto(f"{daphne.url}/progress/{job_id}/")
     page.evaluate(RECORD_BAR_VALUES)
+    # The job starts once the page watches: a slow page load must not miss it running.
+    start_workers("--concurrency", "2", options=LIVE_PROGRESS_OPTIONS)
 
     page.wait_for_function(
         "Number(document.querySelector('[role=progressbar]').getAttribute('aria-valuenow')) >= 40",
