@@ -9,7 +9,7 @@ import pytest
 
 from django_leasequeue.models import Job
 from django_leasequeue.tasks_framework import task_backends
-from tests.acceptance.harness import wait_until
+from tests.acceptance.harness import LONG_LEASE, wait_until
 from tests.hook_examples import current_tenant, read_log
 from tests.hook_tasks import (
     always_fails,
@@ -48,7 +48,7 @@ def test_the_tenant_captured_at_enqueue_is_current_while_the_job_runs(settings, 
     finally:
         current_tenant.reset(token)
     untenanted = tenant_and_meta.enqueue()
-    workers = start_workers("--burst", options={"hooks": [TENANT]})
+    workers = start_workers("--burst", options={**LONG_LEASE, "hooks": [TENANT]})
     assert workers.process.wait(60) == 0, workers.log()
     backend = task_backends["default"]
     assert backend.get_result(sync_job.id).return_value == {
@@ -71,7 +71,7 @@ def test_after_finish_is_told_each_attempts_outcome_once(start_workers, tmp_path
         "snoozes_once": snoozes_once.enqueue().id,
     }
     workers = start_workers(
-        options={"hooks": RECORDING}, env={"LEASEQUEUE_TEST_HOOK_LOG": str(hook_log)}
+        options={**LONG_LEASE, "hooks": RECORDING}, env={"LEASEQUEUE_TEST_HOOK_LOG": str(hook_log)}
     )
     wait_until(_done(*jobs.values()), 30, "every job finished")
     expected = {
@@ -105,7 +105,7 @@ def test_broken_hooks_are_logged_by_name_and_lose_nothing(start_workers, tmp_pat
     hook_log = tmp_path / "hooks.jsonl"
     ok, failing = plain.enqueue(7).id, always_fails.enqueue().id
     workers = start_workers(
-        options={"hooks": [*BROKEN, "tests.hook_examples.RecordingHook"]},
+        options={**LONG_LEASE, "hooks": [*BROKEN, "tests.hook_examples.RecordingHook"]},
         env={"LEASEQUEUE_TEST_HOOK_LOG": str(hook_log)},
     )
     wait_until(_done(ok, failing), 30, "both jobs finished")
@@ -133,7 +133,7 @@ def test_broken_hooks_are_logged_by_name_and_lose_nothing(start_workers, tmp_pat
 def test_every_log_record_about_a_job_carries_its_fields_as_json(start_workers, tmp_path):
     json_log = tmp_path / "workers.jsonl"
     job_id = fails_once.enqueue().id
-    workers = start_workers(env={"LEASEQUEUE_TEST_JSON_LOG": str(json_log)})
+    workers = start_workers(options=LONG_LEASE, env={"LEASEQUEUE_TEST_JSON_LOG": str(json_log)})
     wait_until(_done(job_id), 30, "the job finished")
     assert workers.stop() == 0
     records = [json.loads(line) for line in json_log.read_text().splitlines()]
