@@ -236,6 +236,17 @@ def statistics_of_finished_jobs(backend, jobs: int = 10_000) -> None:
         cursor.execute("TRUNCATE leasequeue_job CASCADE")
 
 
+def statistics_of_a_nearly_empty_table(backend) -> list[str]:
+    """The job table emptied and analysed, then three jobs enqueued (their ids returned): what
+    a fresh install's first worker plans on."""
+    from tests.tasks import add
+
+    with connections["default"].cursor() as cursor:
+        cursor.execute("TRUNCATE leasequeue_job CASCADE")
+        cursor.execute("ANALYZE leasequeue_job")
+    return [result.id for result in backend.enqueue_many([(add, (0, n), {}) for n in range(3)])]
+
+
 @contextlib.asynccontextmanager
 async def recover_sweep(backend, *, wakeups_usable: bool = False) -> AsyncIterator:
     """A worker's recover sweep on a connection of its own, closed after."""

@@ -104,27 +104,9 @@ COPY leasequeue_job (id, task_path, queue_name, priority, backend, args, kwargs,
 FROM STDIN;
 
 -- name: claim_by_ids
--- Compare-and-swap claim of these jobs if still claimable and due: unlimited ones (wakeup path), or also ones held to limits when %(flow_claim)s (the flow claim, under its locks).
-UPDATE leasequeue_job
-SET status = 'running',
-    worker_id = %(worker_id)s::text,
-    worker_ids = worker_ids || to_jsonb(%(worker_id)s::text),
-    lease_version = lease_version + 1,
-    attempt = attempt + 1,
-    started_at = coalesce(started_at, now()),
-    last_attempted_at = now(),
-    heartbeat_at = now(),
-    lease_expires_at = now() + make_interval(secs => %(lease_seconds)s::float8)
-WHERE id = ANY(%(ids)s::uuid[])
-  AND status || '' IN ('queued', 'retrying')
-  AND run_after <= now()
-  AND (flow_key IS NULL OR %(flow_claim)s::boolean)
-  AND (expires_at IS NULL OR expires_at > now())
-  AND queue_name || '' <> ALL(ARRAY(SELECT queue_name FROM leasequeue_paused_queue))
-RETURNING id, task_path, queue_name, priority, backend, args, kwargs, attempt, max_attempts,
-          lease_version, timeout_seconds, backoff_seconds, checkpoint, enqueued_at, started_at,
-          last_attempted_at, worker_ids, errors, run_after, workflow_id, upstream, has_dependents,
-          meta;
+-- Compare-and-swap claim of these jobs if still claimable and due: unlimited ones (wakeup path), or also ones held to limits when %(flow_claim)s (the flow claim, under its locks); its plan cached (migration 0020).
+SELECT * FROM leasequeue_claim_by_ids(%(ids)s::uuid[], %(worker_id)s::text,
+                                      %(lease_seconds)s::float8, %(flow_claim)s::boolean);
 
 -- name: claim_batch
 -- Poll path: claim up to %(limit)s::integer due unlimited jobs without an expiry of the given queues (NULL = all) in priority order, none of a paused queue.
@@ -361,12 +343,12 @@ WHERE id = %(id)s::uuid AND lease_version = %(lease_version)s::integer AND statu
 RETURNING id;
 
 -- name: complete_many
--- Fenced batch of complete: one statement for many finished jobs, its plan cached (migration 0018); returns those applied.
+-- Fenced batch of complete: one statement for many finished jobs, its plan cached (migrations 0018, 0020); returns those applied.
 SELECT id FROM leasequeue_complete_many(%(ids)s::uuid[], %(versions)s::integer[], %(results)s::jsonb[])
      AS applied(id);
 
 -- name: complete_steps
--- complete_many for workflow steps, their books kept once per batch (migrations 0016, 0017); returns the ids completed and the steps released.
+-- complete_many for workflow steps, their books kept once per batch (migrations 0016, 0017, 0020); returns the ids completed and the steps released.
 SELECT completed, released, released_queues FROM leasequeue_complete_steps(%(ids)s::uuid[], %(versions)s::integer[], %(results)s::jsonb[]);
 
 -- name: fail

@@ -7,7 +7,13 @@ import pytest
 from django_leasequeue import protocol
 from django_leasequeue.models import Job
 from django_leasequeue.runtime.connection import connect_async
-from tests.helpers import rows_read, rows_read_inside, run_in_threads, statistics_of_finished_jobs
+from tests.helpers import (
+    rows_read,
+    rows_read_inside,
+    run_in_threads,
+    statistics_of_a_nearly_empty_table,
+    statistics_of_finished_jobs,
+)
 from tests.tasks import add
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -111,7 +117,7 @@ def test_claims_read_only_their_jobs_when_the_statistics_are_of_finished_jobs(ba
     woken = list(Job.objects.order_by("-id").values_list("id", flat=True)[:10])
     by_ids = protocol.claim_by_ids(woken, worker_id="w", lease_seconds=30)
     poll = protocol.claim_batch(None, 10, worker_id="w", lease_seconds=30, with_expiring=False)
-    assert rows_read(by_ids) <= 20  # its 10 looked up, and updated
+    assert rows_read_inside(by_ids) <= 20  # its 10 looked up, and updated
     assert rows_read(poll) <= 40  # its 10, and locks re-read
     assert {job.id for job in protocol.execute(by_ids)} == set(woken)
 
@@ -132,3 +138,22 @@ def test_batch_writes_find_their_jobs_by_key_among_many_running_ones(backend):
     assert rows_read_inside(completion) <= 20  # its 10 looked up, and updated
     assert rows_read(heartbeat) <= 40  # its 10 looked up, locked, renewed
     assert protocol.execute(completion) == {lease.job_id for lease in batch}
+
+
+def test_plans_cached_on_a_nearly_empty_table_still_find_a_later_backlogs_jobs_by_key(backend):
+    """The claim by ids and the batch completion run on plans cached for the whole session. A
+    worker that made them while the table held three jobs (a fresh install) must not keep a
+    plan that scans the table once a backlog has arrived: with one, each claim and completion
+    of 10 read every one of 3,000 jobs, until autovacuum analysed the table."""
+    first = statistics_of_a_nearly_empty_table(backend)
+    claimed = protocol.execute(protocol.claim_by_ids(first, worker_id="w", lease_seconds=30))
+    protocol.execute(protocol.complete_many([(job.lease, "1") for job in claimed]))  # planned now
+    backend.enqueue_many([(add, (1, n), {}) for n in range(3_000)])
+    woken = list(Job.objects.filter(status="queued").values_list("id", flat=True)[:10])
+    claim = protocol.claim_by_ids(woken, worker_id="w", lease_seconds=30)
+    assert rows_read_inside(claim) <= 20  # its 10 looked up, and updated
+    claimed = protocol.execute(claim)
+    assert {job.id for job in claimed} == set(woken)
+    completion = protocol.complete_many([(job.lease, "3") for job in claimed])
+    assert rows_read_inside(completion) <= 20
+    assert protocol.execute(completion) == {job.id for job in claimed}

@@ -279,6 +279,22 @@ def test_a_batch_of_steps_is_completed_by_key_among_many_running_ones():
     assert protocol.execute(completion).applied == {job.id for job in claimed[:10]}
 
 
+def test_step_completions_planned_on_a_nearly_empty_table_find_a_later_backlogs_by_key():
+    """PL/pgSQL caches a generic plan after five calls; made while the table held a few jobs
+    (a fresh install), it must not scan the whole table once a backlog has arrived."""
+    with connection.cursor() as cursor:
+        cursor.execute("TRUNCATE leasequeue_job CASCADE")
+        cursor.execute("ANALYZE leasequeue_job")
+    chord(group(*(step(noop) for _ in range(8))), step(length)).enqueue()
+    for job in try_claim_batch(limit=8):
+        protocol.execute(protocol.complete_steps([(job.lease, "null")]))
+    chord(group(*(step(noop) for _ in range(3_000))), step(length)).enqueue()
+    claimed = [job for job in try_claim_batch(limit=3_001) if job.task_path == noop.module_path]
+    completion = protocol.complete_steps([(job.lease, "null") for job in claimed[:10]])
+    assert rows_read_inside(completion) <= 40  # its 10 updated, and the callback locked
+    assert protocol.execute(completion).applied == {job.id for job in claimed[:10]}
+
+
 def test_the_release_locks_a_batchs_children_by_key_whatever_join_the_planner_prefers():
     """The lock of a batch's children was a join, and a plan PL/pgSQL cached for it merged
     them with an ordered scan of the whole job table: 9,800 rows read per batch late in a

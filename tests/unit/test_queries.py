@@ -32,8 +32,17 @@ def test_a_query_defined_twice_is_refused():
 
 
 def _returned_columns(sql: str) -> set[str]:
-    returning = sql.rsplit("RETURNING", 1)[1]
+    returning = sql.rsplit("RETURNING", 1)[1].split(";")[0]
     return {column.strip().removeprefix("job.") for column in returning.split(",")}
+
+
+def _claim_sql(name: str) -> str:
+    """The claim's SQL; for one that calls a function, the function's (its migration's text)."""
+    if name == "claim_by_ids":
+        from importlib import import_module
+
+        return import_module("django_leasequeue.migrations.0020_cached_plans_by_key").CLAIM_BY_IDS
+    return QUERIES[name].sql
 
 
 @pytest.mark.parametrize(
@@ -48,4 +57,14 @@ def test_every_claim_returns_every_column_a_claimed_job_holds(name):
 
     expected = {field.name for field in fields(ClaimedJob)} - {"lease", "problem"}
     expected |= {"id", "lease_version"}
-    assert _returned_columns(QUERIES[name].sql) == expected
+    assert _returned_columns(_claim_sql(name)) == expected
+
+
+def test_the_claim_functions_row_type_names_the_columns_it_returns():
+    from importlib import import_module
+
+    migration = import_module("django_leasequeue.migrations.0020_cached_plans_by_key")
+    declared = migration.ROW_TYPE.removeprefix("TABLE (").removesuffix(")")
+    names = [column.split()[0] for column in declared.split(",")]
+    returning = migration.CLAIM_BY_IDS.rsplit("RETURNING", 1)[1].split(";")[0]
+    assert names == [column.strip().removeprefix("job.") for column in returning.split(",")]
