@@ -198,8 +198,7 @@ class Claimer:
         if not claimed and self.use_wakeups and time.monotonic() >= self._redis_retry_at:
             # While claims come back full, a backlog waits in PostgreSQL: poll at once when no
             # wakeup is there (a resumed queue, wakeups lost with Redis) instead of waiting.
-            # A burst never waits on Redis: it takes the wakeups there, else polls.
-            no_wait = rate_soon or self._backlog or self.config.burst
+            no_wait = rate_soon or self._backlog
             popped = await self._pop_wakeups(free, 0 if no_wait else self._wait_seconds())
             # Garbage popped counts as woken: no poll (and no claim) for it.
             woken = popped is not None and popped.count > 0

@@ -60,7 +60,7 @@ class WorkerLoop:
         self.queues = None if config.queues is None else list(config.queues)
         # Redis lists to wait on: the named queues, or every queue the backend declares.
         wakeup_queues = self.queues or sorted(backend.queues)
-        self.use_wakeups = backend.wakeups.enabled and bool(wakeup_queues)
+        self.use_wakeups = backend.wakeups.enabled and bool(wakeup_queues) and not config.burst
         # Both connections' failures, as one outage of this process's PostgreSQL.
         self.postgres = postgres_outage()
         self.db = self._database("work")

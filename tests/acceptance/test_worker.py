@@ -34,17 +34,6 @@ def test_burst_runs_sync_and_async_tasks_and_exits(start_workers):
     assert "Burst: nothing due is left" in log
 
 
-def test_a_burst_takes_the_wakeups_of_the_jobs_it_runs(start_workers, redis_client, backend):
-    """A burst claims woken jobs by id, as a long-running worker does, and leaves no wakeup
-    behind that the next worker would pop only to find its job done."""
-    ids = [add.enqueue(i, 1).id for i in range(30)]
-    key = backend.wakeups.key("default")
-    assert redis_client.llen(key) == 30
-    run_burst(start_workers)
-    assert {job.status for job in Job.objects.filter(pk__in=ids)} == {"succeeded"}
-    assert redis_client.llen(key) == 0
-
-
 def test_failures_retry_with_backoff_then_fail_keeping_every_error(start_workers):
     job_id = flaky.enqueue(5).id  # max_attempts=2, backoff 0.5s
     workers = start_workers()
