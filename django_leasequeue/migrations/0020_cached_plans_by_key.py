@@ -24,6 +24,24 @@ ROW_TYPE = """TABLE (id uuid, task_path varchar, queue_name varchar, priority sm
                run_after timestamptz, workflow_id uuid, upstream varchar,
                has_dependents boolean, meta jsonb)"""
 
+# A claim's UPDATE (its parameters: claimer, lease_seconds) and the columns it returns, as
+# ROW_TYPE names them; leasequeue_claim_batch (migration 0021) shares them.
+CLAIM = """    UPDATE leasequeue_job AS job
+    SET status = 'running',
+        worker_id = claimer,
+        worker_ids = job.worker_ids || to_jsonb(claimer),
+        lease_version = job.lease_version + 1,
+        attempt = job.attempt + 1,
+        started_at = coalesce(job.started_at, now()),
+        last_attempted_at = now(),
+        heartbeat_at = now(),
+        lease_expires_at = now() + make_interval(secs => lease_seconds)"""
+CLAIMED = """    RETURNING job.id, job.task_path, job.queue_name, job.priority, job.backend, job.args,
+              job.kwargs, job.attempt, job.max_attempts, job.lease_version,
+              job.timeout_seconds, job.backoff_seconds, job.checkpoint, job.enqueued_at,
+              job.started_at, job.last_attempted_at, job.worker_ids, job.errors, job.run_after,
+              job.workflow_id, job.upstream, job.has_dependents, job.meta"""
+
 CLAIM_BY_IDS = rf"""
 CREATE FUNCTION leasequeue_claim_by_ids(ids uuid[], claimer text, lease_seconds float8,
                                         flow_claim boolean)
@@ -35,16 +53,7 @@ AS $$
 #variable_conflict use_column
 BEGIN
     RETURN QUERY
-    UPDATE leasequeue_job AS job
-    SET status = 'running',
-        worker_id = claimer,
-        worker_ids = job.worker_ids || to_jsonb(claimer),
-        lease_version = job.lease_version + 1,
-        attempt = job.attempt + 1,
-        started_at = coalesce(job.started_at, now()),
-        last_attempted_at = now(),
-        heartbeat_at = now(),
-        lease_expires_at = now() + make_interval(secs => lease_seconds)
+{CLAIM}
     WHERE job.id = ANY(ids)
       AND job.status || '' IN ('queued', 'retrying')
       AND job.run_after <= now()
@@ -52,11 +61,7 @@ BEGIN
       AND (job.expires_at IS NULL OR job.expires_at > now())
       AND job.queue_name || '' <> ALL(ARRAY(SELECT paused.queue_name
                                              FROM leasequeue_paused_queue AS paused))
-    RETURNING job.id, job.task_path, job.queue_name, job.priority, job.backend, job.args,
-              job.kwargs, job.attempt, job.max_attempts, job.lease_version,
-              job.timeout_seconds, job.backoff_seconds, job.checkpoint, job.enqueued_at,
-              job.started_at, job.last_attempted_at, job.worker_ids, job.errors, job.run_after,
-              job.workflow_id, job.upstream, job.has_dependents, job.meta;
+{CLAIMED};
 END $$;
 """
 

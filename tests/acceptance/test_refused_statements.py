@@ -22,7 +22,9 @@ DECLARE
     statement text;
 BEGIN
     IF OLD.status IN ('queued', 'retrying') AND NEW.status = 'running' THEN
-        statement := CASE WHEN current_query() ILIKE '%%skip locked%%' THEN 'claim_batch'
+        statement := CASE WHEN current_query() ILIKE '%%skip locked%%'
+                               OR current_query() ILIKE '%%leasequeue_claim_batch%%'
+                          THEN 'claim_batch'
                           WHEN NEW.flow_key IS NOT NULL THEN 'flow_claim'
                           ELSE 'claim_by_ids' END;
     ELSIF OLD.status = 'running' AND NEW.status = 'running'

@@ -118,7 +118,7 @@ def test_claims_read_only_their_jobs_when_the_statistics_are_of_finished_jobs(ba
     by_ids = protocol.claim_by_ids(woken, worker_id="w", lease_seconds=30)
     poll = protocol.claim_batch(None, 10, worker_id="w", lease_seconds=30, with_expiring=False)
     assert rows_read_inside(by_ids) <= 20  # its 10 looked up, and updated
-    assert rows_read(poll) <= 40  # its 10, and locks re-read
+    assert rows_read_inside(poll) <= 40  # its 10, and locks re-read
     assert {job.id for job in protocol.execute(by_ids)} == set(woken)
 
 
@@ -157,3 +157,20 @@ def test_plans_cached_on_a_nearly_empty_table_still_find_a_later_backlogs_jobs_b
     completion = protocol.complete_many([(job.lease, "3") for job in claimed])
     assert rows_read_inside(completion) <= 20
     assert protocol.execute(completion) == {job.id for job in claimed}
+
+
+@pytest.mark.parametrize("queues", [None, ["default"], ["default", "other", "default"]])
+def test_a_poll_planned_on_a_nearly_empty_table_walks_a_later_backlog_from_its_head(
+    backend, queues
+):
+    """The poll claim's plan is cached for the session: made while the table held three jobs,
+    it once walked the every-queue claim index filtered on the queue, and read a whole backlog
+    to find its first 10 jobs when the worker named its queues."""
+    statistics_of_a_nearly_empty_table(backend)
+    for _ in range(2):  # planned now, then on its cached plan
+        protocol.execute(protocol.claim_batch(queues, 1, worker_id="w", lease_seconds=30))
+    backend.enqueue_many([(add, (1, n), {}) for n in range(3_000)])
+    poll = protocol.claim_batch(queues, 10, worker_id="w", lease_seconds=30, with_expiring=False)
+    assert rows_read_inside(poll) <= 40  # its 10, and locks re-read
+    due = list(Job.objects.filter(status="queued").order_by("-priority", "run_after", "id")[:10])
+    assert [job.id for job in protocol.execute(poll)] == [job.id for job in due]

@@ -36,12 +36,20 @@ def _returned_columns(sql: str) -> set[str]:
     return {column.strip().removeprefix("job.") for column in returning.split(",")}
 
 
+# Claims that call a function: where the function's text is.
+_CLAIM_FUNCTIONS = {
+    "claim_by_ids": ("0020_cached_plans_by_key", "CLAIM_BY_IDS"),
+    "claim_batch": ("0021_claim_batch_plan_cached", "CLAIM_BATCH"),
+}
+
+
 def _claim_sql(name: str) -> str:
     """The claim's SQL; for one that calls a function, the function's (its migration's text)."""
-    if name == "claim_by_ids":
-        from importlib import import_module
+    from importlib import import_module
 
-        return import_module("django_leasequeue.migrations.0020_cached_plans_by_key").CLAIM_BY_IDS
+    if name in _CLAIM_FUNCTIONS:
+        module, constant = _CLAIM_FUNCTIONS[name]
+        return getattr(import_module(f"django_leasequeue.migrations.{module}"), constant)
     return QUERIES[name].sql
 
 
