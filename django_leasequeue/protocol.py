@@ -382,15 +382,15 @@ def claim_batch(
     with_expiring: bool = True,
 ) -> Statement[list[ClaimedJob]]:
     """The poll claim in priority order; jobs with an expiry only ``with_expiring`` (a dearer
-    plan: workers ask for them while their sweep sees one waiting)."""
-    return _statement(
-        "claim_batch_with_expiring" if with_expiring else "claim_batch",
-        _claimed,
-        queues=None if queues is None else list(queues),
-        limit=limit,
-        worker_id=worker_id,
-        lease_seconds=lease_seconds,
-    )
+    plan: workers ask for them while their sweep sees one waiting). Without them, the claim
+    of every queue or of one runs on a cached plan (``claim_batch``)."""
+    queues = None if queues is None else list(queues)
+    claim = {"limit": limit, "worker_id": worker_id, "lease_seconds": lease_seconds}
+    if with_expiring:
+        return _statement("claim_batch_with_expiring", _claimed, queues=queues, **claim)
+    if queues is not None and len(set(queues)) != 1:  # none, or several
+        return _statement("claim_batch_of_queues", _claimed, queues=queues, **claim)
+    return _statement("claim_batch", _claimed, queue=queues[0] if queues else None, **claim)
 
 
 def claim_batch_by_queue(

@@ -109,9 +109,39 @@ SELECT * FROM leasequeue_claim_by_ids(%(ids)s::uuid[], %(worker_id)s::text,
                                       %(lease_seconds)s::float8, %(flow_claim)s::boolean);
 
 -- name: claim_batch
--- Poll path: claim up to %(limit)s::integer due unlimited jobs without an expiry of the given queues (NULL = all) in priority order, none of a paused queue; its plan cached (migration 0021).
-SELECT * FROM leasequeue_claim_batch(%(queues)s::text[], %(limit)s::integer, %(worker_id)s::text,
+-- Poll path: claim up to %(limit)s::integer due unlimited jobs without an expiry of one queue (NULL = every queue) in priority order, none of a paused queue; its plan cached (migration 0021).
+SELECT * FROM leasequeue_claim_batch(%(queue)s::text, %(limit)s::integer, %(worker_id)s::text,
                                      %(lease_seconds)s::float8);
+
+-- name: claim_batch_of_queues
+-- Poll path of a worker of several queues: as claim_batch, over these queues, planned at every execution.
+WITH picked AS (
+    SELECT id FROM leasequeue_job
+    WHERE status IN ('queued', 'retrying') AND flow_key IS NULL AND expires_at IS NULL
+      AND queue_name = ANY(%(queues)s::text[])
+      AND run_after <= now()
+      AND queue_name || '' <> ALL(ARRAY(SELECT queue_name FROM leasequeue_paused_queue))
+    ORDER BY priority DESC, run_after, id
+    LIMIT %(limit)s::integer
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE leasequeue_job AS job
+SET status = 'running',
+    worker_id = %(worker_id)s::text,
+    worker_ids = job.worker_ids || to_jsonb(%(worker_id)s::text),
+    lease_version = job.lease_version + 1,
+    attempt = job.attempt + 1,
+    started_at = coalesce(job.started_at, now()),
+    last_attempted_at = now(),
+    heartbeat_at = now(),
+    lease_expires_at = now() + make_interval(secs => %(lease_seconds)s::float8)
+FROM picked
+WHERE job.id = picked.id
+RETURNING job.id, job.task_path, job.queue_name, job.priority, job.backend, job.args, job.kwargs,
+          job.attempt, job.max_attempts, job.lease_version, job.timeout_seconds,
+          job.backoff_seconds, job.checkpoint, job.enqueued_at, job.started_at,
+          job.last_attempted_at, job.worker_ids, job.errors, job.run_after, job.workflow_id,
+          job.upstream, job.has_dependents, job.meta;
 
 -- name: claim_batch_with_expiring
 -- Poll path while jobs with an expiry wait: as claim_batch, merged with the jobs with an expiry, none past it.

@@ -163,14 +163,36 @@ def test_plans_cached_on_a_nearly_empty_table_still_find_a_later_backlogs_jobs_b
 def test_a_poll_planned_on_a_nearly_empty_table_walks_a_later_backlog_from_its_head(
     backend, queues
 ):
-    """The poll claim's plan is cached for the session: made while the table held three jobs,
-    it once walked the every-queue claim index filtered on the queue, and read a whole backlog
-    to find its first 10 jobs when the worker named its queues."""
+    """The poll claim's plan is cached for the session (of every queue, or of one). Made while
+    the table held three jobs, a draft's plan walked the every-queue claim index filtered on the
+    queue, and read a whole backlog to find a queue's first 10 jobs. The poll of several queues
+    is planned at every execution."""
     statistics_of_a_nearly_empty_table(backend)
-    for _ in range(2):  # planned now, then on its cached plan
-        protocol.execute(protocol.claim_batch(queues, 1, worker_id="w", lease_seconds=30))
-    backend.enqueue_many([(add, (1, n), {}) for n in range(3_000)])
     poll = protocol.claim_batch(queues, 10, worker_id="w", lease_seconds=30, with_expiring=False)
+    protocol.execute(poll)  # planned now, on three jobs
+    backend.enqueue_many([(add, (1, n), {}) for n in range(3_000)])
     assert rows_read_inside(poll) <= 40  # its 10, and locks re-read
-    due = list(Job.objects.filter(status="queued").order_by("-priority", "run_after", "id")[:10])
-    assert [job.id for job in protocol.execute(poll)] == [job.id for job in due]
+    queued = Job.objects.filter(status="queued").order_by("-priority", "run_after", "id")
+    due = {job.id for job in queued[:10]}
+    assert {job.id for job in protocol.execute(poll)} == due
+
+
+def test_a_poll_of_one_queue_passes_jobs_with_an_expiry_but_walks_at_most_1000_rows(backend):
+    """Jobs with an expiry ahead of the plain ones in claim order are left to the claim that
+    reads them (claim_batch_with_expiring); the poll walks at most 1000 of them."""
+    from tests import control_tasks
+
+    backend.enqueue_many(
+        [
+            (control_tasks.expiring.using(priority=10, expires_after=600), (n,), {})
+            for n in range(1_500)
+        ]
+    )
+    plain = add.enqueue(1, 1).id
+    poll = protocol.claim_batch(
+        ["default"], 10, worker_id="w", lease_seconds=30, with_expiring=False
+    )
+    assert rows_read_inside(poll) <= 1_000
+    assert protocol.execute(poll) == []  # within its walk, only jobs with an expiry
+    Job.objects.filter(expires_at__isnull=False).delete()
+    assert [str(job.id) for job in protocol.execute(poll)] == [plain]

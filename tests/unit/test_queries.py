@@ -54,7 +54,14 @@ def _claim_sql(name: str) -> str:
 
 
 @pytest.mark.parametrize(
-    "name", ["claim_by_ids", "claim_batch", "claim_batch_with_expiring", "claim_batch_by_queue"]
+    "name",
+    [
+        "claim_by_ids",
+        "claim_batch",
+        "claim_batch_of_queues",
+        "claim_batch_with_expiring",
+        "claim_batch_by_queue",
+    ],
 )
 def test_every_claim_returns_every_column_a_claimed_job_holds(name):
     """A claim path that leaves a column out hands its jobs over with the field's default: a
