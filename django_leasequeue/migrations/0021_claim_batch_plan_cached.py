@@ -6,7 +6,8 @@ from django.db import migrations
 # every queue or of one, calls leasequeue_claim_batch so that it is planned once per
 # connection, as the claim by ids is (migration 0020): planned at every poll, a claim of 10
 # among 50,000 due jobs of one queue cost 825-887 µs of backend CPU and 1.55-1.62 ms (p50),
-# with the plan cached 587-663 µs and 0.90-1.00 ms. A poll of several named queues
+# with the plan cached 587-663 µs and 0.90-1.00 ms (a second run: 850-883 against 583-683 µs,
+# the round trip level at 1.25-1.38 ms). A poll of several named queues
 # (claim_batch_of_queues) stays planned at every execution.
 #
 # Its generic plan must suit the table whatever it held when the plan was made; an ordered
