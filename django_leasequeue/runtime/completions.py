@@ -43,8 +43,9 @@ class CompletionBatcher(Batcher[_Completion]):
             if completions:
                 await self._record(completions)
 
-    async def _record(self, batch: list[_Completion]) -> None:
-        """One statement for the batch, all plain jobs or all workflow steps."""
+    async def _record(self, batch: list[_Completion], *, again: bool = False) -> None:
+        """One statement for the batch, all plain jobs or all workflow steps; ``again``: a
+        success going again alone after its batch was refused."""
         outcomes = [(completion.lease, completion.result_json) for completion in batch]
         released: list[tuple[str, str]] = []
         try:
@@ -53,19 +54,21 @@ class CompletionBatcher(Batcher[_Completion]):
             else:
                 applied = await self._db.run(protocol.complete_many(outcomes))
         except psycopg.Error as exc:
-            if len(batch) == 1:
+            if again:
                 self._fail(batch, exc)
                 return
             # One row PostgreSQL refuses fails the whole statement: the others must not pay
-            # for it, so each one goes again alone (the refused one gets the error).
+            # for it, and a refusal that passes (a fault, a timeout) must not fail a good
+            # value, a batch of one included. So each goes again alone, and only a success
+            # refused again gets the error.
             logger.warning(
-                "Recording %d successes failed (%s: %s); recording each one alone.",
+                "Recording %d success(es) failed (%s: %s); recording each one again, alone.",
                 len(batch),
                 type(exc).__name__,
                 str(exc).strip(),
             )
             for completion in batch:
-                await self._record([completion])
+                await self._record([completion], again=True)
             return
         except Exception as exc:
             self._fail(batch, exc)

@@ -102,7 +102,7 @@ class OutcomeRecorder:
                     handle.lease, result_json, workflow_step=job.workflow_id is not None
                 )
                 status, completed_in_batch = JobStatus.SUCCEEDED, True
-            except psycopg.Error as exc:  # refused even alone: the attempt fails, saying why
+            except psycopg.Error as exc:  # refused again alone: the attempt fails, saying why
                 refused = UnstorableValue("return value", f"PostgreSQL refused it ({exc})")
                 outcome = Outcome(error=error_of(refused), retryable=False)
         if not applied and not outcome.succeeded:

@@ -110,3 +110,19 @@ def test_every_batched_statement_refused_once_harms_no_job_and_no_worker(
     assert workers.children() == [child]
     assert "service died" not in log
     assert "InFailedSqlTransaction" not in log
+
+
+def test_a_lone_success_refused_once_is_recorded_when_it_goes_again(start_workers, refused_once):
+    """A batch of one success refused by a fault that passes goes again, alone: only a success
+    refused a second time is failed as a value PostgreSQL cannot store (it was failed at once,
+    and a job could fail for a lock timeout)."""
+    job_id = add.enqueue(2, 3).id
+    workers = start_workers("--concurrency", "1")
+    wait_until(
+        lambda: Job.objects.get(pk=job_id).status in ("succeeded", "failed"), 30, "the job's end"
+    )
+    job = Job.objects.get(pk=job_id)
+    assert (job.status, job.result, job.attempt, job.errors) == ("succeeded", 5, 1, [])
+    assert refused_once()["complete_many"] == 2  # refused, then recorded
+    assert "recording each one again, alone" in workers.log()
+    assert workers.stop() == 0
