@@ -4,8 +4,8 @@ concurrent enqueuers; a unique-key match still returns the job holding the key."
 import pytest
 from django.db import transaction
 
-from django_leasequeue import QueueFull
-from django_leasequeue.models import Job
+from django_leasequeue import QueueFull, group, step
+from django_leasequeue.models import Job, WorkflowRun
 from tests import flow_tasks
 from tests.helpers import claim_one, run_in_threads
 
@@ -122,3 +122,17 @@ def test_a_refusal_inside_the_callers_transaction_leaves_the_rest_of_it(backend)
             flow_tasks.bounded_per_user.enqueue(3, 3)
     assert Job.objects.filter(pk=kept).exists()
     assert _unfinished(flow_tasks.bounded_per_user) == 2
+
+
+def test_a_workflow_past_a_cap_raises_queue_full_and_writes_nothing():
+    """A workflow's steps count towards their task's cap before any of them is written."""
+    flow_tasks.bounded_per_user.enqueue(7, 1)
+    with pytest.raises(QueueFull) as refused:
+        group(*(step(flow_tasks.bounded_per_user, 7, n) for n in range(2, 4))).enqueue()
+    assert (refused.value.pending, refused.value.adding, refused.value.cap) == (1, 2, 2)
+    assert not WorkflowRun.objects.exists()
+    assert Job.objects.count() == 1
+    group(
+        step(flow_tasks.bounded_per_user, 7, 2), step(flow_tasks.bounded_per_user, 8, 1)
+    ).enqueue()
+    assert Job.objects.count() == 3

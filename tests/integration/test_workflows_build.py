@@ -27,7 +27,16 @@ from tests.helpers import (
     statistics_of_finished_jobs,
     try_claim_batch,
 )
-from tests.workflow_tasks import add_one, explode, fetch, length, noop, report, total
+from tests.workflow_tasks import (
+    add_one,
+    explode,
+    fetch,
+    length,
+    noop,
+    per_tenant,
+    report,
+    total,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -101,6 +110,32 @@ def test_what_cannot_be_a_workflow_is_refused_and_nothing_is_written(build, mess
     with pytest.raises((InvalidWorkflow, TypeError), match=message):
         build()
     assert not WorkflowRun.objects.exists() and not Job.objects.exists()
+
+
+def test_a_step_refused_after_thousands_written_leaves_nothing():
+    """Steps are checked while their rows stream to PostgreSQL: a refusal late in a big
+    workflow, after rows have reached the server, aborts the COPY and rolls everything back."""
+    members = [step(fetch, f"https://{n}") for n in range(3000)]
+    members.append(step(fetch, "\ud800"))
+    with pytest.raises(TypeError, match="lone surrogate"):
+        chord(group(*members), step(total)).enqueue()
+    assert not WorkflowRun.objects.exists() and not Job.objects.exists()
+    assert not StepDependency.objects.exists()
+    # The connection is usable again at once.
+    handle = chain(step(fetch, "https://a"), step(length)).enqueue()
+    assert set(_steps(handle)) == {"fetch", "length"}
+
+
+def test_a_steps_key_function_may_read_the_database_while_the_workflow_is_written():
+    """Key functions (and hooks) run before any row streams: a query of theirs inside the
+    COPY would wait for ever on the connection the COPY holds."""
+    handle = group(*(step(per_tenant, n) for n in range(3))).enqueue()
+    steps = _steps(handle)
+    assert sorted(job.concurrency_key for job in steps.values()) == [
+        "task:tests.workflow_tasks.per_tenant:tenant:0:0",
+        "task:tests.workflow_tasks.per_tenant:tenant:0:1",
+        "task:tests.workflow_tasks.per_tenant:tenant:0:2",
+    ]
 
 
 def _two_named(name):
