@@ -179,7 +179,8 @@ def test_status_watch_refreshes_in_place_in_a_terminal(start_workers):
         cwd=ROOT,
         stdout=follower,
         stderr=follower,
-        **popen_options(_env()),
+        # SIGABRT makes it print every thread's stack (below, when it does not stop).
+        **popen_options({**_env(), "PYTHONFAULTHANDLER": "1"}),
     )
     os.close(follower)
     screen = b""
@@ -194,6 +195,13 @@ def test_status_watch_refreshes_in_place_in_a_terminal(start_workers):
         if select.select([leader], [], [], 0.1)[0]:
             with contextlib.suppress(OSError):  # EIO once the process closed its side
                 screen += os.read(leader, 65536)
+    if process.poll() is None:  # say where it is stuck
+        process.send_signal(signal.SIGABRT)
+        with contextlib.suppress(OSError):
+            while select.select([leader], [], [], 2)[0]:
+                screen += os.read(leader, 65536)
+        process.kill()
+        pytest.fail(f"still running 10 s after SIGINT:\n{screen[-6000:].decode(errors='replace')}")
     assert process.wait(1) == 0, screen[-2000:]  # healthy when interrupted
     os.close(leader)
     frames = [frame for frame in screen.split(b"\x1b[H\x1b[2J") if frame.strip()]
