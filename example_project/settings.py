@@ -78,7 +78,9 @@ CACHES = {
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [REDIS_URL], "prefix": "demo-asgi"},
+        # Above channels-redis's 5 s blocking read: redis-py 8 times reads out at 5 s, which
+        # closes an idle page's websocket (django/channels_redis#422).
+        "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 10}], "prefix": "demo-asgi"},
     }
 }
 TASKS = {

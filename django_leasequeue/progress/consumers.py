@@ -49,8 +49,9 @@ CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
 # Sent when the token a connection was opened with expires.
 CLOSE_TOKEN_EXPIRED = 4401
-# Sent when the channel layer cannot be reached (RFC 6455's "try again later").
-CLOSE_UNAVAILABLE = 1013
+# Sent when the channel layer cannot be reached (HTTP's 503, in the range RFC 6455 leaves to
+# applications: Daphne refuses to send RFC 6455's own 1013, and the socket stayed open).
+CLOSE_UNAVAILABLE = 4503
 # What an unreachable channel layer raises: its Redis's errors (channels-redis), or a socket's.
 _LAYER_DOWN = (RedisError, OSError)
 
@@ -109,8 +110,10 @@ class ProgressConsumer(AsyncJsonWebsocketConsumer):
             _layer_outage.failed(f"live progress of {object_id} unavailable ({exc})")
             self.group = None  # nothing to leave: the layer is down
             await self.disconnect(CLOSE_UNAVAILABLE)
-            with contextlib.suppress(Exception):  # the client may be gone already
+            try:  # a server that cannot close would leave the page waiting on a silent socket
                 await send({"type": "websocket.close", "code": CLOSE_UNAVAILABLE})
+            except Exception:
+                logger.exception("Could not close the websocket of %s.", object_id)
 
     async def connect(self) -> None:
         self.object_id = str(self.scope["url_route"]["kwargs"][self.url_kwarg])

@@ -8,7 +8,7 @@ from playwright.sync_api import Page
 
 from tests.acceptance.asgi_server import Daphne
 from tests.acceptance.browser import screenshot_path
-from tests.acceptance.harness import LIVE_PROGRESS_OPTIONS, THROUGH_PGBOUNCER
+from tests.acceptance.harness import LIVE_PROGRESS_OPTIONS, THROUGH_PGBOUNCER, wait_until
 from tests.progress_tasks import stepped
 from tests.servers import RedisServer
 
@@ -128,6 +128,44 @@ def test_bar_falls_back_to_polling_when_the_channel_layer_is_down(
         assert log.count("The channel layer: live progress of") == 1, log
     finally:
         server.stop()
+
+
+def test_bar_polls_once_the_channel_layer_fails_under_an_open_socket(
+    open_page, start_workers, tmp_path
+):
+    """The channel layer's Redis dies while the page's websocket is open (or its blocking pop
+    times out, as with redis-py 8's default socket timeout on an idle page): the server closes
+    the socket with CLOSE_UNAVAILABLE and the bar goes on by polling. Daphne refuses to send
+    RFC 6455's 1013 (what was sent before): the socket stayed open and the bar froze."""
+    layer = RedisServer().start()
+    server = Daphne(tmp_path / "daphne-layer-dies.log", env={"REDIS_URL": layer.url}).start()
+    try:
+        steps = 10
+        job_id = stepped.enqueue(steps, 0.6).id
+        frames, closed, polls = [], [], []
+        page = open_page()
+
+        def follow(socket):
+            socket.on("framereceived", lambda frame: frames.append(frame))
+            socket.on("close", lambda socket: closed.append(socket))
+
+        page.on("websocket", follow)
+        page.on("request", lambda r: polls.append(r) if "/status/" in r.url else None)
+        page.goto(f"{server.url}/progress/{job_id}/")
+        page.evaluate(RECORD_BAR_VALUES)
+        wait_until(lambda: page.wait_for_timeout(50) or frames, 30, "the socket's snapshot")
+        layer.stop()
+        wait_until(lambda: page.wait_for_timeout(50) or closed, 30, "the server closing it")
+        start_workers("--concurrency", "2", options=LIVE_PROGRESS_OPTIONS)
+
+        _assert_finished_live(page, steps, moves=3)
+        assert len(closed) == 1 and polls  # no second socket: it polled at once
+        log = server.log()
+        assert "Traceback" not in log, log
+        assert log.count("The channel layer: live progress of") == 1, log
+    finally:
+        server.stop()
+        layer.stop()
 
 
 def test_bar_reconnects_after_the_server_restarts(open_page, daphne, start_workers):

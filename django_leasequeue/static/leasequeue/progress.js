@@ -3,7 +3,8 @@
  *
  * Each bar opens a websocket (snapshot, then live events, then a final state); when the socket
  * drops it reconnects with exponential backoff, and after a few attempts that never delivered a
- * message it falls back to polling the JSON status view. Everything stops once the job has ended.
+ * message, or at once when the server says its channel layer is down (close code 4503), it
+ * falls back to polling the JSON status view. Everything stops once the job has ended.
  * No dependencies; safe to include once per bar (it binds each bar only once).
  */
 (function () {
@@ -19,6 +20,8 @@
   var POLL_INTERVAL_MS = 1000;
   // Websocket attempts in a row that deliver nothing before the bar switches to polling.
   var FAILED_SOCKETS_BEFORE_POLLING = 3;
+  // The server's close code when its channel layer cannot be reached: poll at once.
+  var CLOSE_UNAVAILABLE = 4503;
 
   function backoff(attempt) {
     var ceiling = Math.min(MAX_BACKOFF_MS, FIRST_BACKOFF_MS * Math.pow(2, attempt));
@@ -99,10 +102,10 @@
       bar.apply(JSON.parse(message.data));
       if (bar.done) socket.close();
     };
-    socket.onclose = function () {
+    socket.onclose = function (event) {
       if (bar.done) return;
       if (!delivered) bar.silentSockets += 1;
-      if (bar.silentSockets >= FAILED_SOCKETS_BEFORE_POLLING) {
+      if (event.code === CLOSE_UNAVAILABLE || bar.silentSockets >= FAILED_SOCKETS_BEFORE_POLLING) {
         bar.poll();
         return;
       }
