@@ -1,9 +1,10 @@
 """Writing a workflow: its row, its steps (jobs) and their dependency rows, in one transaction,
-the caller's when there is one. Every step is checked first, as ``enqueue`` checks a job;
-nothing is written when one is refused. Steps with upstream steps wait; the others are due, and
-workers are woken for them once the transaction commits."""
+the caller's when there is one. Every step is checked as ``enqueue`` checks a job, as its row
+streams to PostgreSQL (first, when checking runs the project's code); nothing is written when
+one is refused. Steps with upstream steps wait; the others are due, and workers are woken for
+them once the transaction commits."""
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING
@@ -31,13 +32,15 @@ def enqueue_workflow(workflow: "Workflow") -> WorkflowHandle:
     backend = _backend(definitions)
     parents = _parents(workflow)
     has_dependents = {parent for step_parents in parents for parent in step_parents}
-    resolved: dict = {}
+    tasks = list({id(definition.task): definition.task for definition in definitions}.values())
+    # Each task checked, its module imported, before anything is written.
+    resolved: dict = {id(task): backend.task_defaults(task) for task in tasks}
     checked = _checked_steps(backend, definitions, resolved)
     new_jobs: list[NewJob] = []
     workflow_id = uuid7_strs(1)[0]
     database = backend.config.database
     with transaction.atomic(using=database):
-        if not _checked_while_written(backend, {definition.task for definition in definitions}):
+        if not _checked_while_written(backend, tasks):
             every_job = list(checked)
             if backpressure.capped(every_job, backend.config.queue_limits):
                 backend.refuse_past_caps(every_job, resolved)
@@ -108,7 +111,7 @@ _CHECKED_BEFORE_WRITING = (
 )
 
 
-def _checked_while_written(backend: LeaseQueueBackend, tasks: Iterable[Task]) -> bool:
+def _checked_while_written(backend: LeaseQueueBackend, tasks: Sequence[Task]) -> bool:
     """Whether steps may be checked while their rows stream to PostgreSQL (COPY): not when a
     hook or a key function runs, which may use the connection the COPY holds, nor when a
     max_pending cap must count the steps first."""
