@@ -174,13 +174,22 @@ def test_status_watch_refreshes_in_place_in_a_terminal(start_workers):
     start_workers()
     wait_until(lambda: len(alive_rows()) == 1, 20, "a registered worker")
     leader, follower = pty.openpty()
+    # SIGABRT makes it print every thread's stack (below, when it does not stop).
+    options = popen_options({**_env(), "PYTHONFAULTHANDLER": "1"})
+    die_with_test = options["preexec_fn"]
+
+    def as_in_a_terminal() -> None:
+        # A test run started in the background (`pytest &`, nohup) ignores SIGINT, and so
+        # would the command (Python leaves an ignored SIGINT ignored); Ctrl-C reaches it here.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        die_with_test()
+
     process = subprocess.Popen(
         [sys.executable, "-m", "django", "leasequeue", "status", "--watch", "--interval", "0.5"],
         cwd=ROOT,
         stdout=follower,
         stderr=follower,
-        # SIGABRT makes it print every thread's stack (below, when it does not stop).
-        **popen_options({**_env(), "PYTHONFAULTHANDLER": "1"}),
+        **{**options, "preexec_fn": as_in_a_terminal},
     )
     os.close(follower)
     screen = b""
@@ -196,6 +205,8 @@ def test_status_watch_refreshes_in_place_in_a_terminal(start_workers):
             with contextlib.suppress(OSError):  # EIO once the process closed its side
                 screen += os.read(leader, 65536)
     if process.poll() is None:  # say where it is stuck
+        with open(f"/proc/{process.pid}/status") as status:  # which signals it ignores
+            screen += "".join(line for line in status if line.startswith("Sig")).encode()
         process.send_signal(signal.SIGABRT)
         with contextlib.suppress(OSError):
             while select.select([leader], [], [], 2)[0]:
