@@ -186,6 +186,7 @@ def _raw_worker(dsn: dict, batch: int, counter) -> None:
     claim = """
         WITH picked AS (
             SELECT id FROM leasequeue_job WHERE status IN ('queued', 'retrying')
+            AND flow_key IS NULL AND expires_at IS NULL  -- the claim index's predicate
             AND run_after <= now() ORDER BY priority DESC, run_after, id
             LIMIT %s FOR UPDATE SKIP LOCKED)
         UPDATE leasequeue_job j SET status = 'running' FROM picked
