@@ -6,14 +6,13 @@ transaction ends, so two enqueuers never both see room for the last place.
 """
 
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from django_leasequeue import protocol
 from django_leasequeue.exceptions import QueueFull
 from django_leasequeue.flow.limits import QueueLimit, TaskLimits
 from django_leasequeue.protocol import NewJob
-from django_leasequeue.tasks_framework import Task
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,14 +95,4 @@ def capped(jobs: Sequence[NewJob], queue_limits: Mapping[str, QueueLimit]) -> bo
         (job.limits is not None and job.limits.pending_key is not None)
         or getattr(queue_limits.get(job.task.queue_name), "max_pending", None) is not None
         for job in jobs
-    )
-
-
-def may_cap(tasks: Iterable[Task], queue_limits: Mapping[str, QueueLimit]) -> bool:
-    """Whether jobs of these tasks may count towards a max_pending cap: ``capped`` before the
-    jobs are built (a task's cap, or its queue's)."""
-    return any(
-        getattr(task, "max_pending", None) is not None
-        or getattr(queue_limits.get(task.queue_name), "max_pending", None) is not None
-        for task in tasks
     )

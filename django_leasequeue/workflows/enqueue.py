@@ -1,10 +1,8 @@
 """Writing a workflow: its row, its steps (jobs) and their dependency rows, in one transaction,
-the caller's when there is one. Every step is checked as ``enqueue`` checks a job, as its row
-streams to PostgreSQL (first, when checking runs the project's code); nothing is written when
-one is refused. Steps with upstream steps wait; the others are due, and workers are woken for
-them once the transaction commits."""
+the caller's when there is one. Every step is checked first, as ``enqueue`` checks a job;
+nothing is written when one is refused. Steps with upstream steps wait; the others are due, and
+workers are woken for them once the transaction commits."""
 
-from collections.abc import Iterator, Sequence
 from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING
@@ -18,7 +16,6 @@ from django_leasequeue.flow import backpressure
 from django_leasequeue.ids import uuid7_strs
 from django_leasequeue.protocol import NewJob
 from django_leasequeue.status import JobStatus
-from django_leasequeue.tasks_framework import Task
 from django_leasequeue.workflows.handle import WorkflowHandle
 
 if TYPE_CHECKING:
@@ -32,36 +29,44 @@ def enqueue_workflow(workflow: "Workflow") -> WorkflowHandle:
     backend = _backend(definitions)
     parents = _parents(workflow)
     has_dependents = {parent for step_parents in parents for parent in step_parents}
-    tasks = list({id(definition.task): definition.task for definition in definitions}.values())
-    # Each task checked, its module imported, before anything is written.
-    resolved: dict = {id(task): backend.task_defaults(task) for task in tasks}
-    checked = _checked_steps(backend, definitions, resolved)
-    new_jobs: list[NewJob] = []
+    resolved: dict = {}
+    new_jobs = [
+        backend.new_job(
+            job_id,
+            definition.task,
+            definition.args,
+            definition.kwargs,
+            resolved,
+            upstream_arguments=1 if definition.upstream else 0,
+        )
+        for job_id, definition in zip(uuid7_strs(len(definitions)), definitions, strict=True)
+    ]
+    for definition, job in zip(definitions, new_jobs, strict=True):
+        if job.unique_key is not None:
+            raise InvalidWorkflow(
+                f"Step {definition.name!r}: unique_key is not supported for workflow steps (a "
+                "step is unique within its workflow)."
+            )
     workflow_id = uuid7_strs(1)[0]
     database = backend.config.database
     with transaction.atomic(using=database):
-        if not _checked_while_written(backend, tasks):
-            every_job = list(checked)
-            if backpressure.capped(every_job, backend.config.queue_limits):
-                backend.refuse_past_caps(every_job, resolved)
-            checked = iter(every_job)
+        # Each step, like any job, gets its hooks (a step carries its enqueuer's trace context).
+        if backend.hooks.before_enqueue or any(job.meta for job in new_jobs):
+            new_jobs = backend.with_meta(new_jobs)
+        if backpressure.capped(new_jobs, backend.config.queue_limits):
+            backend.refuse_past_caps(new_jobs, resolved)
         created_at = protocol.execute(
-            protocol.insert_workflow(workflow_id, workflow.name, backend.alias, len(definitions)),
+            protocol.insert_workflow(workflow_id, workflow.name, backend.alias, len(new_jobs)),
             database,
         )["created_at"]
         now = protocol.execute(protocol.database_now(), database)
-        # Steps checked as their rows are written: the server stores rows while the next ones
-        # are checked (a 10,000-step chord enqueues ~10% faster). A refused step rolls the
-        # whole workflow back.
         protocol.copy_rows(
             "copy_steps",
             (
                 _step_row(
                     job, definition, workflow_id, now, parents[index], index in has_dependents
                 )
-                for index, (definition, job) in enumerate(
-                    zip(definitions, _kept(checked, new_jobs), strict=True)
-                )
+                for index, (definition, job) in enumerate(zip(definitions, new_jobs, strict=True))
             ),
             database,
         )
@@ -98,59 +103,6 @@ def enqueue_workflow(workflow: "Workflow") -> WorkflowHandle:
             definition.name: job.id for definition, job in zip(definitions, new_jobs, strict=True)
         },
     )
-
-
-# A task's options that make checking its jobs run the project's code (key functions), or
-# count them against a cap before any is written.
-_CHECKED_BEFORE_WRITING = (
-    "unique_key",
-    "concurrency_key",
-    "rate_limit_key",
-    "max_pending_key",
-    "max_pending",
-)
-
-
-def _checked_while_written(backend: LeaseQueueBackend, tasks: Sequence[Task]) -> bool:
-    """Whether steps may be checked while their rows stream to PostgreSQL (COPY): not when a
-    hook or a key function runs, which may use the connection the COPY holds, nor when a
-    max_pending cap must count the steps first."""
-    if backend.hooks.before_enqueue:
-        return False
-    return not backpressure.may_cap(tasks, backend.config.queue_limits) and not any(
-        getattr(task, option, None) is not None
-        for task in tasks
-        for option in _CHECKED_BEFORE_WRITING
-    )
-
-
-def _checked_steps(
-    backend: LeaseQueueBackend, definitions: "list[StepDefinition]", resolved: dict
-) -> Iterator[NewJob]:
-    """Each step checked and encoded as ``enqueue`` checks a job, its hooks run."""
-    hooked = bool(backend.hooks.before_enqueue)
-    for job_id, definition in zip(uuid7_strs(len(definitions)), definitions, strict=True):
-        job = backend.new_job(
-            job_id,
-            definition.task,
-            definition.args,
-            definition.kwargs,
-            resolved,
-            upstream_arguments=1 if definition.upstream else 0,
-        )
-        if job.unique_key is not None:
-            raise InvalidWorkflow(
-                f"Step {definition.name!r}: unique_key is not supported for workflow steps (a "
-                "step is unique within its workflow)."
-            )
-        # Each step, like any job, gets its hooks (a step carries its enqueuer's trace context).
-        yield backend.with_meta([job])[0] if hooked or job.meta else job
-
-
-def _kept(jobs: Iterator[NewJob], into: list[NewJob]) -> Iterator[NewJob]:
-    for job in jobs:
-        into.append(job)
-        yield job
 
 
 def _backend(definitions: "list[StepDefinition]") -> LeaseQueueBackend:

@@ -112,9 +112,8 @@ def test_what_cannot_be_a_workflow_is_refused_and_nothing_is_written(build, mess
     assert not WorkflowRun.objects.exists() and not Job.objects.exists()
 
 
-def test_a_step_refused_after_thousands_written_leaves_nothing():
-    """Steps are checked while their rows stream to PostgreSQL: a refusal late in a big
-    workflow, after rows have reached the server, aborts the COPY and rolls everything back."""
+def test_a_step_refused_after_thousands_of_good_ones_leaves_nothing():
+    """A refusal late in a big workflow writes nothing, and the connection goes on."""
     members = [step(fetch, f"https://{n}") for n in range(3000)]
     members.append(step(fetch, "\ud800"))
     with pytest.raises(TypeError, match="lone surrogate"):
@@ -126,9 +125,26 @@ def test_a_step_refused_after_thousands_written_leaves_nothing():
     assert set(_steps(handle)) == {"fetch", "length"}
 
 
+class _ReadsTheDatabase:
+    """An argument whose repr queries, as a model's ``__str__`` reading a relation does."""
+
+    def __repr__(self) -> str:
+        return f"<one of {Job.objects.count()} jobs>"
+
+
+@pytest.mark.timeout(30)
+def test_an_argument_whose_repr_reads_the_database_is_refused_naming_it():
+    """Steps are checked before any row is written: the message's repr may query (inside
+    the COPY, on the connection the COPY holds, it would wait for ever)."""
+    with pytest.raises(TypeError, match=r"args\[0\] = <one of 0 jobs> is not JSON"):
+        chain(step(fetch, "u"), step(length, _ReadsTheDatabase())).enqueue()
+    assert not WorkflowRun.objects.exists() and not Job.objects.exists()
+
+
+@pytest.mark.timeout(30)
 def test_a_steps_key_function_may_read_the_database_while_the_workflow_is_written():
-    """Key functions (and hooks) run before any row streams: a query of theirs inside the
-    COPY would wait for ever on the connection the COPY holds."""
+    """Key functions run before any row is written: a query of theirs inside the COPY would
+    wait for ever on the connection the COPY holds."""
     handle = group(*(step(per_tenant, n) for n in range(3))).enqueue()
     steps = _steps(handle)
     assert sorted(job.concurrency_key for job in steps.values()) == [
