@@ -11,9 +11,10 @@ A job's viewer gets the worker's ``progress`` and ``status`` events as they are.
 viewer gets ``state`` events: each event of one of its steps makes the consumer read the
 workflow's state again (at most ``WORKFLOW_REFRESH_SECONDS`` apart, however many steps report).
 
-A channel layer that cannot be reached (its Redis down) ends the connection cleanly, refused
-before the handshake or closed after it, with ``CLOSE_UNAVAILABLE``; the page's bar then falls
-back to polling the JSON status view. The outage is logged once, not once per socket.
+A channel layer that cannot be reached (its Redis down) ends the connection cleanly: refused
+before the handshake (the page sees the socket fail, and polls the JSON status view after a
+few such attempts), or closed after it with ``CLOSE_UNAVAILABLE`` (the page polls at once).
+The outage is logged once, not once per socket.
 """
 
 import asyncio
