@@ -7,6 +7,7 @@ import time
 from datetime import timedelta
 
 import pytest
+from django.conf import settings
 from django.db import connection
 from django.db.models import F, Max
 from django.urls import reverse
@@ -62,7 +63,11 @@ def test_a_paused_queue_waits_with_idle_workers_and_drains_at_once_when_resumed(
 
     paused_for = time.monotonic()
     time.sleep(2)
-    get_redis_connection(backend.config.redis_alias).flushdb()  # Redis loss keeps the pause
+    # Redis loss keeps the pause: every key of this test run's prefix goes (FLUSHDB would take
+    # those of tests running beside it in the same Redis database).
+    redis = get_redis_connection(backend.config.redis_alias)
+    if keys := redis.keys(f"{settings.KEY_PREFIX}[:-]*"):
+        redis.delete(*keys)
     workers.stop()
     workers = start_workers("--processes", "3", "--queues", "*", "--concurrency", "10")
     wait_until(lambda: alive_workers() == 3, 30, "three restarted worker processes")
