@@ -10,6 +10,7 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any, NamedTuple
 from uuid import UUID
 
@@ -226,6 +227,11 @@ def _by_id(rows: list[Row]) -> dict[str, Row]:
     return {str(row["id"]): row for row in rows}
 
 
+def _inserted_as(job_id: str, rows: list[Row]) -> dict[str, Row]:
+    """enqueue_plain's one row (its enqueued_at), under the id the caller gave the job."""
+    return {job_id: rows[0]}
+
+
 def enqueue(jobs: Sequence[NewJob]) -> Statement[dict[str, Row]]:
     """Insert jobs; returns ``id -> {enqueued_at, ...}`` of those inserted (not key-held)."""
     if len(jobs) == 1:
@@ -246,7 +252,7 @@ def enqueue(jobs: Sequence[NewJob]) -> Statement[dict[str, Row]]:
             "meta": job.meta_json,
         }
         if job.unique_key is None and job.limits is None and job.unique_for is None:
-            return _statement("enqueue_plain", _by_id, **columns)
+            return _statement("enqueue_plain", partial(_inserted_as, job.id), **columns)
         return _statement(
             "enqueue_one",
             _by_id,
@@ -860,8 +866,10 @@ def execute[T](statement: Statement[T], database: str = "default") -> T:
     """Run on Django's connection ``database``: inside the caller's transaction if one is open."""
     with connections[database].cursor() as cursor:
         cursor.execute(statement.query.sql, statement.params)
-        description = cursor.description  # built anew at each read: read it once
-        return statement.read(_as_dicts(description, cursor.fetchall() if description else []))
+        result = cursor.pgresult
+        if result is None or not result.nfields:
+            return statement.read([])
+        return statement.read(_as_dicts(statement.query, cursor, cursor.fetchall()))
 
 
 async def aexecute[T](
@@ -873,22 +881,19 @@ async def aexecute[T](
         result = cursor.pgresult
         if result is None or not result.nfields:
             return statement.read([])
-        rows = await cursor.fetchall()
-        # A named query's columns never change: read their names once, not per round trip.
-        names = _COLUMN_NAMES.get(statement.query.name)
-        if names is None:
-            # A result with fields has a description.
-            names = _COLUMN_NAMES[statement.query.name] = [c.name for c in cursor.description]  # type: ignore[union-attr]
-        return statement.read([dict(zip(names, row, strict=True)) for row in rows])
+        return statement.read(_as_dicts(statement.query, cursor, await cursor.fetchall()))
 
 
 _COLUMN_NAMES: dict[str, list[str]] = {}
 
 
-def _as_dicts(description: Any, rows: list[tuple]) -> list[Row]:
-    if not description:
-        return []
-    names = [column.name for column in description]
+def _as_dicts(query: Query, cursor: Any, rows: list[tuple]) -> list[Row]:
+    """``rows`` of a result with fields, as dicts by column name."""
+    # A named query's columns never change: read their names once, not per round trip (psycopg
+    # builds the description anew at each read).
+    names = _COLUMN_NAMES.get(query.name)
+    if names is None:
+        names = _COLUMN_NAMES[query.name] = [column.name for column in cursor.description]
     return [dict(zip(names, row, strict=True)) for row in rows]
 
 

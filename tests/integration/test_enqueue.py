@@ -1,6 +1,7 @@
 """Enqueue: transactional, degraded-not-down without Redis, bulk, unique keys, bad input."""
 
 import logging
+import os
 from datetime import timedelta
 
 import pytest
@@ -362,6 +363,36 @@ def test_threads_share_the_process_connection_for_wakeups():
     assert Job.objects.filter(pk__in=results).count() == 4
 
 
+def test_a_forked_child_sends_its_wakeups_on_a_connection_of_its_own():
+    """A child forked after the parent sent a wakeup (a pre-forking web server's workers)
+    must not write into the parent's socket: its pushes go out on a connection it opens."""
+    import redis
+
+    from django_leasequeue import replyless
+
+    with RedisServer() as server:
+        client = redis.Redis(port=server.port)
+        replyless.sender.send(client, [("RPUSH", "lqfork", "parent")])
+        sent, inspected = os.pipe(), os.pipe()
+        child = os.fork()
+        if child == 0:  # the child: send, then hold the connection open until inspected
+            try:
+                replyless.sender.send(client, [("RPUSH", "lqfork", "child")])
+                os.write(sent[1], b"x")
+                os.read(inspected[0], 1)
+            finally:
+                os._exit(0)
+        try:
+            assert os.read(sent[0], 1) == b"x"
+            pushers = [c for c in client.client_list() if c["cmd"] == "rpush"]
+            assert len(pushers) == 2
+        finally:
+            os.write(inspected[1], b"x")
+            os.waitpid(child, 0)
+        replyless.sender.send(client, [("RPUSH", "lqfork", "parent again")])
+        assert client.lrange("lqfork", 0, -1) == [b"parent", b"child", b"parent again"]
+
+
 def test_task_enqueued_is_not_built_for_a_quiet_logger_alone(backend, caplog):
     """With only Django's own receiver connected (it logs at DEBUG), enqueue sends
     task_enqueued exactly when that logger would write the line."""
@@ -391,3 +422,5 @@ def test_the_plain_insert_stores_what_the_full_one_does(backend):
         k: other[k] for k in names if k not in skip
     }
     assert (one["priority"], one["queue_name"], one["args"]) == (5, "other", [1, 2])
+    # The short insert runs in a function (migration 0022) that returns the row's enqueued_at.
+    assert (plain.enqueued_at, keyed.enqueued_at) == (one["enqueued_at"], other["enqueued_at"])
