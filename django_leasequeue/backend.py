@@ -272,7 +272,7 @@ class LeaseQueueBackend(BaseTaskBackend):
         due: list[tuple[str, str]],
         results: Callable[[], Iterable[TaskResult]],
     ) -> None:
-        """After the enqueue commits: Django's ``task_enqueued``, then wake workers.
+        """After the enqueue commits: wake workers, then Django's ``task_enqueued``.
 
         ``enqueued`` holds each job's task; ``results`` gives their TaskResults, built only
         when ``task_enqueued`` has a receiver that acts on it (a workflow's steps have none
@@ -280,11 +280,12 @@ class LeaseQueueBackend(BaseTaskBackend):
         failing receiver is logged, and so is a Redis that cannot be reached (workers then
         find the jobs by polling).
         """
+        # Wake first: a slow task_enqueued receiver must not hold back the job's pickup.
+        self.wakeups.send(due)
         if wanted(task_enqueued, type(self)):
             for result in results():
                 send_task_signal(task_enqueued, type(self), result)
         metrics.enqueued((task.queue_name, task.module_path) for task in enqueued)
-        self.wakeups.send(due)
 
     def new_job(
         self,

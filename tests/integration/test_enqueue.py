@@ -257,6 +257,36 @@ def test_nothing_after_the_commit_raises_into_the_caller(settings, caplog):
     assert "woke no worker" in caplog.text and "a receiver failed" in caplog.text
 
 
+@pytest.mark.django_db(transaction=True)
+def test_the_wakeup_is_out_before_task_enqueued_receivers_run():
+    """A slow task_enqueued receiver (a remote log, an audit write) does not hold back the
+    job's pickup: when receivers run, the wakeup is already in Redis."""
+    import redis
+
+    from django_leasequeue.tasks_framework import task_enqueued
+
+    with RedisServer() as server:
+        tasks = {
+            "default": {
+                "BACKEND": "django_leasequeue.backend.LeaseQueueBackend",
+                "OPTIONS": {"key_prefix": "lqorder"},
+            }
+        }
+        client = redis.Redis(port=server.port)
+        seen_by_receiver = []
+
+        def receiver(task_result, **kwargs):
+            seen_by_receiver.append(client.lrange("lqorder:wakeups:default", 0, -1))
+
+        task_enqueued.connect(receiver)
+        try:
+            with override_settings(CACHES=server.caches(), TASKS=tasks):
+                result = add.enqueue(1, 2)
+        finally:
+            task_enqueued.disconnect(receiver)
+    assert seen_by_receiver == [[result.id.encode()]]
+
+
 @pytest.mark.parametrize(
     ("args", "kwargs", "problem"),
     [((1,), {}, "missing a required argument: 'b'"), ((1, 2, 3), {}, "too many positional")],
