@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 from uuid import UUID
 
 from asgiref.sync import sync_to_async
-from django.db import DEFAULT_DB_ALIAS, transaction
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.utils import timezone
 
 from django_leasequeue import jsonargs, operations, protocol
@@ -188,7 +188,11 @@ class LeaseQueueBackend(BaseTaskBackend):
             if capped:
                 self.refuse_past_caps(new_jobs, resolved)
             if inserts:
-                inserted = protocol.execute(protocol.enqueue([job for _, job in inserts]), database)
+                statement = protocol.enqueue(
+                    [job for _, job in inserts],
+                    cached_plan=sessions_outlive_requests(connections[database].settings_dict),
+                )
+                inserted = protocol.execute(statement, database)
                 existing = self._results_holding(
                     # An insert skips only a job whose unique key another job holds.
                     [job.unique_key for _, job in inserts if job.id not in inserted]  # type: ignore[misc]
@@ -478,3 +482,12 @@ def job_database() -> str:
     lease-queue backends (check ``leasequeue.E005`` makes sure they agree)."""
     databases = {backend.config.database for backend in lease_queue_backends()}
     return databases.pop() if len(databases) == 1 else DEFAULT_DB_ALIAS
+
+
+def sessions_outlive_requests(settings_dict: Mapping[str, Any]) -> bool:
+    """Whether Django keeps a database's connections (its ``DATABASES`` entry) across requests:
+    ``CONN_MAX_AGE``, or a pool. Only then does a plan cached in the session pay for itself: on
+    a new session, the first call of a PL/pgSQL function loads the language and compiles it
+    (the first plain enqueue: 2.6 ms through the function against 1.6 ms through the INSERT,
+    p50)."""
+    return settings_dict["CONN_MAX_AGE"] != 0 or bool(settings_dict["OPTIONS"].get("pool"))

@@ -228,12 +228,16 @@ def _by_id(rows: list[Row]) -> dict[str, Row]:
 
 
 def _inserted_as(job_id: str, rows: list[Row]) -> dict[str, Row]:
-    """enqueue_plain's one row (its enqueued_at), under the id the caller gave the job."""
+    """enqueue_plain_cached's one row (its enqueued_at), under the id the caller gave the job."""
     return {job_id: rows[0]}
 
 
-def enqueue(jobs: Sequence[NewJob]) -> Statement[dict[str, Row]]:
-    """Insert jobs; returns ``id -> {enqueued_at, ...}`` of those inserted (not key-held)."""
+def enqueue(jobs: Sequence[NewJob], *, cached_plan: bool = False) -> Statement[dict[str, Row]]:
+    """Insert jobs; returns ``id -> {enqueued_at, ...}`` of those inserted (not key-held).
+
+    ``cached_plan``: insert a lone plain job through a function whose plan the session keeps
+    (right for a connection that outlives the request; see ``backend.sessions_outlive_requests``).
+    """
     if len(jobs) == 1:
         [job] = jobs
         columns = {
@@ -252,7 +256,9 @@ def enqueue(jobs: Sequence[NewJob]) -> Statement[dict[str, Row]]:
             "meta": job.meta_json,
         }
         if job.unique_key is None and job.limits is None and job.unique_for is None:
-            return _statement("enqueue_plain", partial(_inserted_as, job.id), **columns)
+            if cached_plan:
+                return _statement("enqueue_plain_cached", partial(_inserted_as, job.id), **columns)
+            return _statement("enqueue_plain", _by_id, **columns)
         return _statement(
             "enqueue_one",
             _by_id,
@@ -889,10 +895,11 @@ _COLUMN_NAMES: dict[str, list[str]] = {}
 
 def _as_dicts(query: Query, cursor: Any, rows: list[tuple]) -> list[Row]:
     """``rows`` of a result with fields, as dicts by column name."""
-    # A named query's columns never change: read their names once, not per round trip (psycopg
-    # builds the description anew at each read).
+    # A named query's columns are fixed by its text: read their names once, not per round trip
+    # (psycopg builds the description anew at each read). Read them again if their count
+    # changed: a migration altered a function's row type under this running process.
     names = _COLUMN_NAMES.get(query.name)
-    if names is None:
+    if names is None or len(names) != cursor.pgresult.nfields:
         names = _COLUMN_NAMES[query.name] = [column.name for column in cursor.description]
     return [dict(zip(names, row, strict=True)) for row in rows]
 

@@ -40,9 +40,7 @@ class ReplylessSender:
         self._lock = threading.Lock()
         self._connections: dict[tuple, Any] = {}  # server (_server_of) -> our connection to it
         self._open: set[tuple] = set()  # servers whose connection sent its last command
-        # A forked child must not write into its parent's sockets (a check of os.getpid() at
-        # each send would cost a system call).
-        os.register_at_fork(after_in_child=self._forget_connections)
+        self._pid = os.getpid()
 
     def send(self, client: Any, commands: Sequence[tuple[Any, ...]]) -> None:
         """Send ``commands`` on ``client``'s server (a redis-py ``Redis``) in one write.
@@ -71,11 +69,9 @@ class ReplylessSender:
                 raise
             self._open.add(server)
 
-    def _forget_connections(self) -> None:
-        self._lock = threading.Lock()  # a thread of the parent may have held it at the fork
-        self._connections, self._open = {}, set()
-
     def _connection_for(self, pool: Any, server: tuple) -> Any:
+        if self._pid != os.getpid():  # a forked child: the parent's sockets are not ours
+            self._connections, self._open, self._pid = {}, set(), os.getpid()
         connection = self._connections.get(server)
         if connection is None:
             # Built from the pool's settings but not taken from it: it never goes back.

@@ -1,13 +1,16 @@
 from django.db import migrations
 
-# enqueue_plain (sql/jobs.sql), the insert of one job without a unique key or limits (what a
-# web view's task.enqueue() sends), calls this function so that its INSERT is planned once per
-# connection rather than at every enqueue: the caller's connection is Django's, which prepares
-# nothing (PgBouncer before 1.21 cannot carry prepared statements), so PostgreSQL parsed and
-# planned the 13-column INSERT, its casts and its RETURNING for every job. Through the function
-# only a one-call SELECT is planned. One enqueue round trip (psycopg, autocommit, the same row):
-# 431-464 µs through the INSERT, 392-408 through this function (a set-returning variant, whose
-# rows go through a tuplestore: 421-437).
+# enqueue_plain_cached (sql/jobs.sql), the insert of one job without a unique key or limits
+# (what a web view's task.enqueue() sends), calls this function so that its INSERT is planned
+# once per session rather than at every enqueue: the caller's connection is Django's, which
+# prepares nothing (PgBouncer before 1.21 cannot carry prepared statements), so PostgreSQL
+# parsed and planned the 13-column INSERT, its casts and its RETURNING for every job. Through
+# the function only a one-call SELECT is planned. One enqueue round trip (psycopg, autocommit,
+# the same row, a warm session): 422-464 µs through the INSERT, 392-408 through this function
+# (a set-returning variant, whose rows go through a tuplestore: 421-437). A session's first call
+# costs more (PL/pgSQL loaded, the function compiled: 2.6 ms against the INSERT's 1.6, p50), so
+# the backend uses the function only where Django keeps sessions across requests
+# (backend.sessions_outlive_requests).
 #
 # The function returns the job's enqueued_at only: the caller made its id.
 ENQUEUE_PLAIN = r"""

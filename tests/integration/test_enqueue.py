@@ -1,7 +1,6 @@
 """Enqueue: transactional, degraded-not-down without Redis, bulk, unique keys, bad input."""
 
 import logging
-import os
 from datetime import timedelta
 
 import pytest
@@ -393,33 +392,63 @@ def test_threads_share_the_process_connection_for_wakeups():
     assert Job.objects.filter(pk__in=results).count() == 4
 
 
+# Run in a process of its own: forking pytest's, which has threads, risks a deadlocked child.
+_FORKED_PUSH = """
+import json, os, select, sys, time
+import redis
+from django_leasequeue import replyless
+
+client = redis.Redis(port=int(sys.argv[1]))
+replyless.sender.send(client, [("RPUSH", "lqfork", "parent")])
+sent_r, sent_w = os.pipe()
+done_r, done_w = os.pipe()
+child = os.fork()
+if child == 0:  # send, then hold the connection open until the parent has looked
+    os.close(sent_r)
+    os.close(done_w)
+    status = b"failed"
+    try:
+        replyless.sender.send(client, [("RPUSH", "lqfork", "child")])
+        status = b"sent"
+    finally:
+        os.write(sent_w, status)
+        os.read(done_r, 1)
+        os._exit(0)
+os.close(sent_w)
+os.close(done_r)
+ready, _, _ = select.select([sent_r], [], [], 10)
+status = os.read(sent_r, 16).decode() if ready else "no word from the child"
+deadline = time.monotonic() + 5
+while b"child" not in client.lrange("lqfork", 0, -1) and time.monotonic() < deadline:
+    time.sleep(0.01)
+pushers = sum(1 for c in client.client_list() if c["cmd"] == "rpush")
+os.write(done_w, b"x")
+_, wait_status = os.waitpid(child, 0)
+replyless.sender.send(client, [("RPUSH", "lqfork", "parent again")])
+exit_code = os.waitstatus_to_exitcode(wait_status)
+print(json.dumps({"child": status, "exit": exit_code, "pushers": pushers}))
+"""
+
+
 def test_a_forked_child_sends_its_wakeups_on_a_connection_of_its_own():
     """A child forked after the parent sent a wakeup (a pre-forking web server's workers)
     must not write into the parent's socket: its pushes go out on a connection it opens."""
+    import json
+    import subprocess
+    import sys
+
     import redis
 
-    from django_leasequeue import replyless
-
     with RedisServer() as server:
+        run = subprocess.run(
+            [sys.executable, "-c", _FORKED_PUSH, str(server.port)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert run.returncode == 0, run.stderr
+        assert json.loads(run.stdout) == {"child": "sent", "exit": 0, "pushers": 2}
         client = redis.Redis(port=server.port)
-        replyless.sender.send(client, [("RPUSH", "lqfork", "parent")])
-        sent, inspected = os.pipe(), os.pipe()
-        child = os.fork()
-        if child == 0:  # the child: send, then hold the connection open until inspected
-            try:
-                replyless.sender.send(client, [("RPUSH", "lqfork", "child")])
-                os.write(sent[1], b"x")
-                os.read(inspected[0], 1)
-            finally:
-                os._exit(0)
-        try:
-            assert os.read(sent[0], 1) == b"x"
-            pushers = [c for c in client.client_list() if c["cmd"] == "rpush"]
-            assert len(pushers) == 2
-        finally:
-            os.write(inspected[1], b"x")
-            os.waitpid(child, 0)
-        replyless.sender.send(client, [("RPUSH", "lqfork", "parent again")])
         assert client.lrange("lqfork", 0, -1) == [b"parent", b"child", b"parent again"]
 
 
@@ -435,13 +464,18 @@ def test_task_enqueued_is_not_built_for_a_quiet_logger_alone(backend, caplog):
     assert f"Task id={result.id} path=tests.tasks.add enqueued backend=default" in caplog.text
 
 
-def test_the_plain_insert_stores_what_the_full_one_does(backend):
-    """One job with no unique key or limits takes the short INSERT (enqueue_plain); a keyed
-    one the full statement (enqueue_one). Every column the short one leaves out reads alike."""
+@pytest.mark.parametrize("conn_max_age", [0, 60])
+def test_the_plain_insert_stores_what_the_full_one_does(backend, conn_max_age, monkeypatch):
+    """One job with no unique key or limits takes the short INSERT (enqueue_plain), or on a
+    connection that outlives requests the same INSERT through a function whose plan the session
+    keeps (enqueue_plain_cached); a keyed one the full statement (enqueue_one). Every column the
+    short one leaves out reads alike."""
+    monkeypatch.setitem(connections["default"].settings_dict, "CONN_MAX_AGE", conn_max_age)
     job = backend.new_job("0190a5c0-0000-7000-8000-000000000001", add, (1, 2), {}, {})
     assert protocol.enqueue([job]).query.name == "enqueue_plain"
+    assert protocol.enqueue([job], cached_plan=True).query.name == "enqueue_plain_cached"
     keyed_job = job._replace(unique_key="k")
-    assert protocol.enqueue([keyed_job]).query.name == "enqueue_one"
+    assert protocol.enqueue([keyed_job], cached_plan=True).query.name == "enqueue_one"
     plain = add.using(priority=5, queue_name="other").enqueue(1, 2)
     keyed = report.enqueue(1)  # a keyed task: the full statement
     names = [f.attname for f in Job._meta.fields]
@@ -452,5 +486,27 @@ def test_the_plain_insert_stores_what_the_full_one_does(backend):
         k: other[k] for k in names if k not in skip
     }
     assert (one["priority"], one["queue_name"], one["args"]) == (5, "other", [1, 2])
-    # The short insert runs in a function (migration 0022) that returns the row's enqueued_at.
     assert (plain.enqueued_at, keyed.enqueued_at) == (one["enqueued_at"], other["enqueued_at"])
+
+
+@pytest.mark.parametrize(
+    ("conn_max_age", "through_the_function"), [(0, False), (60, True), (None, True)]
+)
+def test_a_plain_job_takes_the_cached_plan_where_sessions_outlive_requests(
+    conn_max_age, through_the_function, monkeypatch
+):
+    """With a connection per request (Django's default), the function's first call in each new
+    session would cost more than its cached plan saves: the plain INSERT goes as it is. With
+    persistent connections, it goes through the function (with a pool too:
+    tests/unit/test_enqueue_statements.py). Its run_after and expiry come out as the INSERT's."""
+    from django.test.utils import CaptureQueriesContext
+
+    monkeypatch.setitem(connections["default"].settings_dict, "CONN_MAX_AGE", conn_max_age)
+    run_after = timezone.now() + timedelta(minutes=5)
+    with CaptureQueriesContext(connections["default"]) as queries:
+        later = add.using(run_after=run_after).enqueue(1, 2)
+    [sql] = [query["sql"] for query in queries.captured_queries]
+    assert ("leasequeue_enqueue_plain(" in sql) is through_the_function
+    assert ("INSERT INTO leasequeue_job" in sql) is not through_the_function
+    row = Job.objects.get(pk=later.id)
+    assert (row.run_after, row.expires_at, row.enqueued_at) == (run_after, None, later.enqueued_at)
