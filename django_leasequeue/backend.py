@@ -5,7 +5,7 @@ import json
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
-from functools import cache, cached_property, partial
+from functools import cached_property, partial
 from typing import Any, NamedTuple
 from uuid import UUID
 
@@ -153,13 +153,13 @@ class LeaseQueueBackend(BaseTaskBackend):
         database = self.config.database
         results: list[TaskResult | None] = [None] * len(new_jobs)
         enqueued, due = [], []
-        now = cache(timezone.now)  # read once, and only for a job that has a run_after
+        now = timezone.now()
 
         def accept(index: int, job: NewJob, enqueued_at: datetime) -> None:
             results[index] = result = self.ready_result(job, enqueued_at)
             enqueued.append(result)
             run_after = job.task.run_after
-            if run_after is None or run_after <= now():
+            if run_after is None or run_after <= now:
                 due.append((job.task.queue_name, job.id))
 
         capped = backpressure.capped(new_jobs, self.config.queue_limits)

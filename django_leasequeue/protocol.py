@@ -875,7 +875,8 @@ def execute[T](statement: Statement[T], database: str = "default") -> T:
         result = cursor.pgresult
         if result is None or not result.nfields:
             return statement.read([])
-        return statement.read(_as_dicts(statement.query, cursor, cursor.fetchall()))
+        rows = cursor.fetchall()
+        return statement.read(_as_dicts(statement.query, cursor, result.nfields, rows))
 
 
 async def aexecute[T](
@@ -887,19 +888,20 @@ async def aexecute[T](
         result = cursor.pgresult
         if result is None or not result.nfields:
             return statement.read([])
-        return statement.read(_as_dicts(statement.query, cursor, await cursor.fetchall()))
+        rows = await cursor.fetchall()
+        return statement.read(_as_dicts(statement.query, cursor, result.nfields, rows))
 
 
 _COLUMN_NAMES: dict[str, list[str]] = {}
 
 
-def _as_dicts(query: Query, cursor: Any, rows: list[tuple]) -> list[Row]:
-    """``rows`` of a result with fields, as dicts by column name."""
+def _as_dicts(query: Query, cursor: Any, nfields: int, rows: list[tuple]) -> list[Row]:
+    """``rows`` of a result with ``nfields`` fields, as dicts by column name."""
     # A named query's columns are fixed by its text: read their names once, not per round trip
     # (psycopg builds the description anew at each read). Read them again if their count
     # changed: a migration altered a function's row type under this running process.
     names = _COLUMN_NAMES.get(query.name)
-    if names is None or len(names) != cursor.pgresult.nfields:
+    if names is None or len(names) != nfields:
         names = _COLUMN_NAMES[query.name] = [column.name for column in cursor.description]
     return [dict(zip(names, row, strict=True)) for row in rows]
 
