@@ -14,21 +14,29 @@ from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.utils import timezone
 
 from django_leasequeue import jsonargs, operations, protocol
-from django_leasequeue.checks import check_backend, check_job_database, check_schedules
+from django_leasequeue.checks import (
+    check_backend,
+    check_job_database,
+    check_queue_names,
+    check_schedules,
+)
 from django_leasequeue.conf import BackendConfig
 from django_leasequeue.control import options as queue_control
 from django_leasequeue.control import pausing
 from django_leasequeue.control.statements import lock_unique_keys
+from django_leasequeue.duration_rule import LATEST_MOMENT, end_after
 from django_leasequeue.enqueue_checks import check_arguments, check_importable
-from django_leasequeue.exceptions import InvalidTaskArguments, UnstorableValue
+from django_leasequeue.exceptions import InvalidDuration, InvalidTaskArguments, UnstorableValue
 from django_leasequeue.flow import backpressure
 from django_leasequeue.flow.limits import JobLimits, LimitError, TaskLimits
 from django_leasequeue.hooks import Hooks, hook_paths, load_hooks
 from django_leasequeue.ids import uuid7_strs
 from django_leasequeue.metrics import counters as metrics
-from django_leasequeue.protocol import NewJob
+from django_leasequeue.protocol import NewJob, TaskKey
+from django_leasequeue.queue_names import queue_name_problem
 from django_leasequeue.results import build_result, result_from_row
 from django_leasequeue.runtime.task_signals import send_task_signal, wanted
+from django_leasequeue.shown import shown
 from django_leasequeue.status import CancelOutcome
 from django_leasequeue.task import LeaseTask
 from django_leasequeue.tasks_framework import (
@@ -99,7 +107,20 @@ class LeaseQueueBackend(BaseTaskBackend):
         return load_hooks(hook_paths(self.config.hooks, self.config.opentelemetry))
 
     def validate_task(self, task: Task) -> None:
+        # Before Django's checks, whose message would repeat a long name in full.
+        if (problem := queue_name_problem(task.queue_name)) is not None:
+            raise InvalidTask(f"Task {task.module_path}: {problem}")
+        if self.queues and task.queue_name not in self.queues:
+            raise InvalidTask(
+                f"Queue {shown(task.queue_name)} is not valid for backend {self.alias!r} (task "
+                f"{task.module_path}): its QUEUES are {', '.join(sorted(self.queues))}."
+            )
         super().validate_task(task)
+        if task.run_after is not None and task.run_after > LATEST_MOMENT:
+            raise InvalidTask(
+                f"run_after {task.run_after:%Y-%m-%d} is after {LATEST_MOMENT:%Y-%m-%d}, the last "
+                "day a job row can hold."
+            )
         if not isinstance(task, LeaseTask):
             return
         if task.max_attempts is not None and (
@@ -109,9 +130,7 @@ class LeaseQueueBackend(BaseTaskBackend):
                 f"max_attempts must be a whole number ≥ 1, not {task.max_attempts!r}."
             )
         for name in ("timeout", "backoff_seconds"):
-            value = getattr(task, name)
-            if value is not None and (not isinstance(value, int | float) or value <= 0):
-                raise InvalidTask(f"{name} must be a positive number of seconds, not {value!r}.")
+            queue_control.duration_seconds(getattr(task, name), name)
         if task.unique_key is not None and not (
             isinstance(task.unique_key, str) or callable(task.unique_key)
         ):
@@ -126,6 +145,7 @@ class LeaseQueueBackend(BaseTaskBackend):
         job_databases = {backend.config.database for backend in lease_queue_backends()}
         return [
             *check_backend(self.alias, self.config),
+            *check_queue_names(self.alias, self.queues),
             *check_job_database(self.alias, self.config.database, job_databases),
             *check_schedules(self.alias),
         ]
@@ -163,7 +183,7 @@ class LeaseQueueBackend(BaseTaskBackend):
                 due.append((job.task.queue_name, job.id))
 
         capped = backpressure.capped(new_jobs, self.config.queue_limits)
-        held_for = [job.unique_key for job in new_jobs if job.unique_for and job.unique_key]
+        held_for = [job.task_key for job in new_jobs if job.unique_for and job.task_key]
         hooked = bool(self.hooks.before_enqueue)
         # A capped enqueue counts and inserts under its caps' locks, and keys held for a period
         # are looked up under their locks, in one transaction; hooks run in it too.
@@ -194,13 +214,13 @@ class LeaseQueueBackend(BaseTaskBackend):
                 )
                 inserted = protocol.execute(statement, database)
                 existing = self._results_holding(
-                    # An insert skips only a job whose unique key another job holds.
-                    [job.unique_key for _, job in inserts if job.id not in inserted]  # type: ignore[misc]
+                    # An insert skips only a job whose unique key another job of its task holds.
+                    [job.task_key for _, job in inserts if job.id not in inserted]  # type: ignore[misc]
                 )
                 for index, job in inserts:
                     row = inserted.get(job.id)
                     if row is None:
-                        results[index] = existing[job.unique_key]  # type: ignore[index]  # as above
+                        results[index] = existing[job.task_key]  # type: ignore[index]  # as above
                     else:
                         accept(index, job, row["enqueued_at"])
             if len(inserts) < len(new_jobs):
@@ -244,10 +264,10 @@ class LeaseQueueBackend(BaseTaskBackend):
         self, new_jobs: list[NewJob], resolved: dict[int, "_TaskDefaults"]
     ) -> None:
         """Raise QueueFull (writing nothing) when the jobs would pass a max_pending cap."""
-        unique_keys = [job.unique_key for job in new_jobs if job.unique_key is not None]
+        task_keys = [job.task_key for job in new_jobs if job.task_key is not None]
         held = (
-            protocol.execute(protocol.unique_key_holders(unique_keys), self.config.database)
-            if unique_keys
+            protocol.execute(protocol.unique_key_holders(task_keys), self.config.database)
+            if task_keys
             else {}
         )
         backpressure.check(
@@ -311,6 +331,8 @@ class LeaseQueueBackend(BaseTaskBackend):
             defaults.task_path, args, kwargs, self.config.max_argument_bytes
         )
         check_arguments(task, [None] * upstream_arguments + list(args), kwargs)
+        if defaults.expires_after is not None or defaults.unique_for is not None:
+            _check_ends(task, defaults)
         return NewJob(
             job_id,
             task,
@@ -346,7 +368,12 @@ class LeaseQueueBackend(BaseTaskBackend):
 
     @staticmethod
     def _unique_key(task: LeaseTask, args: Sequence[Any], kwargs: Mapping[str, Any]) -> str:
-        key: str = task.unique_key_for(args, kwargs)  # type: ignore[assignment]  # keyed: never None
+        key = task.unique_key_for(args, kwargs)
+        if not isinstance(key, str):
+            raise InvalidTaskArguments(
+                f"Cannot enqueue {task.module_path}: its unique_key callable must return a "
+                f"string, not {type(key).__name__} ({shown(key)})."
+            )
         if len(key) > UNIQUE_KEY_MAX_LENGTH:
             raise InvalidTaskArguments(
                 f"Cannot enqueue {task.module_path}: its unique key {key[:40]!r}... must be at "
@@ -395,25 +422,28 @@ class LeaseQueueBackend(BaseTaskBackend):
         return _TaskDefaults(
             task.module_path,
             task.max_attempts or self.config.max_attempts,
-            task.timeout,
-            task.backoff_seconds or self.config.backoff_seconds,
+            queue_control.duration_seconds(task.timeout, "timeout"),
+            queue_control.duration_seconds(task.backoff_seconds, "backoff_seconds")
+            or self.config.backoff_seconds,
             task.unique_key is not None,
             flow if queue_limited or flow != TaskLimits() else None,
             queue_control.duration_seconds(task.expires_after, "expires_after"),
             queue_control.duration_seconds(task.unique_for, "unique_for"),
         )
 
-    def _results_holding(self, unique_keys: list[str]) -> dict[str, TaskResult]:
-        """Results of the jobs that hold these unique keys (they won the insert): unfinished
-        ones, or with ``unique_for``, those within their period whatever their status."""
-        if not unique_keys:
+    def _results_holding(self, task_keys: list[TaskKey]) -> dict[TaskKey, TaskResult]:
+        """Results of the jobs that hold these tasks' unique keys (they won the insert):
+        unfinished ones, or with ``unique_for``, those within their period whatever their
+        status."""
+        if not task_keys:
             return {}
-        rows = protocol.execute(protocol.unique_key_holders(unique_keys), self.config.database)
-        missing = set(unique_keys) - set(rows)
+        rows = protocol.execute(protocol.unique_key_holders(task_keys), self.config.database)
+        missing = set(task_keys) - set(rows)
         if missing:
             # The holder finished between our insert and this read: the caller may simply retry.
-            raise InvalidTask(f"Unique key(s) {sorted(missing)} changed hands; enqueue again.")
-        return {key: result_from_row(row) for key, row in rows.items()}
+            keys = sorted(key for _, key in missing)
+            raise InvalidTask(f"Unique key(s) {keys} changed hands; enqueue again.")
+        return {task_key: result_from_row(row) for task_key, row in rows.items()}
 
     # Results
 
@@ -460,6 +490,22 @@ class LeaseQueueBackend(BaseTaskBackend):
         for a running job, ``CancelOutcome.CANCEL_REQUESTED`` (``"cancel_requested"``).
         """
         return operations.cancel_jobs(result_ids, self.config.database)
+
+
+def _check_ends(task: Task, defaults: _TaskDefaults) -> None:
+    """Refuse a period that would end past the last moment a job row holds: ``expires_after``
+    counts from the job's ``run_after``, ``unique_for`` from now."""
+    now = timezone.now()
+    for name, seconds, start in (
+        ("expires_after", defaults.expires_after, task.run_after or now),
+        ("unique_for", defaults.unique_for, now),
+    ):
+        if seconds is None:
+            continue
+        try:
+            end_after(start, seconds)
+        except ValueError as exc:
+            raise InvalidDuration(f"Cannot enqueue {task.module_path}: {name} {exc}.") from None
 
 
 def lease_queue_backend(alias: str) -> LeaseQueueBackend:

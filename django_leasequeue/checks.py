@@ -1,6 +1,7 @@
 """System checks of a LeaseQueueBackend's configuration, run by Django's task checks through
 ``LeaseQueueBackend.check()`` (``manage.py check``, and before ``runworkers`` starts)."""
 
+from collections.abc import Iterable
 from typing import Any
 
 from django.apps import apps
@@ -11,6 +12,7 @@ from django.db import connections
 from django_leasequeue.conf import BackendConfig
 from django_leasequeue.hooks import hook_problem, opentelemetry_available
 from django_leasequeue.metrics import client as metrics_client
+from django_leasequeue.queue_names import queue_name_problem
 from django_leasequeue.schedules.declaration import InvalidScheduledCall, declaration_of
 from django_leasequeue.schedules.discovery import scheduled_tasks
 from django_leasequeue.schedules.timing import InvalidSchedule
@@ -63,6 +65,20 @@ def check_backend(alias: str, config: BackendConfig) -> list[CheckMessage]:
         )
     messages.extend(check_hooks(where, config))
     return messages
+
+
+def check_queue_names(alias: str, queues: Iterable[object]) -> list[CheckMessage]:
+    """E008: each name in ``QUEUES`` fits the job table (a longer one would fail every enqueue
+    with a raw DataError)."""
+    return [
+        Error(
+            f"TASKS[{alias!r}] QUEUES: {problem}",
+            hint="Give the queue a shorter name.",
+            id="leasequeue.E008",
+        )
+        for name in sorted(queues, key=str)
+        if (problem := queue_name_problem(name)) is not None
+    ]
 
 
 def check_hooks(where: str, config: BackendConfig) -> list[CheckMessage]:

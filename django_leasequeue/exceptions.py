@@ -1,13 +1,20 @@
 """Exceptions the app raises; each names what went wrong and what was (not) written."""
 
-import math
 from datetime import timedelta
 
+from django_leasequeue.duration_rule import to_seconds
 from django_leasequeue.tasks_framework import InvalidTask
 
 
 class InvalidTaskArguments(InvalidTask, TypeError):
     """Arguments of an enqueue that cannot be stored as JSON; nothing was written."""
+
+
+class InvalidDuration(InvalidTask, ValueError):
+    """A duration no job can hold (see ``duration_rule``): not seconds or a timedelta, not
+    finite, not positive, or ending past the last moment a job row holds. Raised where the
+    duration is given (the task's options, ``.using()``, an enqueue, ``Snooze``); nothing was
+    written."""
 
 
 class UnstorableValue(ValueError):
@@ -122,14 +129,10 @@ class Snooze(Exception):
     """
 
     def __init__(self, seconds: float | timedelta) -> None:
-        if isinstance(seconds, timedelta):
-            seconds = seconds.total_seconds()
-        if (
-            not isinstance(seconds, int | float)
-            or isinstance(seconds, bool)
-            or not math.isfinite(seconds)
-            or seconds < 0
-        ):
-            raise ValueError(f"Snooze takes a duration of 0 seconds or more, not {seconds!r}.")
-        self.seconds = float(seconds)
+        try:
+            self.seconds = to_seconds(seconds, zero_allowed=True)
+        except ValueError as exc:
+            raise InvalidDuration(
+                f"A snooze takes a duration of 0 seconds or more: it {exc}."
+            ) from None
         super().__init__(f"Snoozed for {self.seconds:g}s.")

@@ -91,10 +91,14 @@ def hook_problem(path: str) -> str | None:
         return f"is a {type(hook_class).__name__}, not a class"
     if not any(callable(getattr(hook_class, name, None)) for name in HOOK_METHODS):
         return f"defines none of the hook methods ({', '.join(HOOK_METHODS)})"
+    # Checked without building one: a hook is instantiated once per process (load_hooks), and
+    # its __init__ may set up what must happen once (an OpenTelemetry SDK, a client).
     try:
-        hook_class()
-    except Exception as exc:
-        return f"cannot be instantiated without arguments ({type(exc).__name__}: {exc})"
+        inspect.signature(hook_class).bind()
+    except TypeError as exc:
+        return f"cannot be instantiated without arguments ({exc})"
+    except ValueError:  # no signature to read (a class implemented in C): let it be tried
+        pass
     return None
 
 

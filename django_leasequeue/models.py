@@ -229,17 +229,19 @@ class Job(models.Model):
             ),
             # Keys held over a period (unique_for), looked up at enqueue whatever the status.
             models.Index(
-                fields=["unique_key", "unique_until"],
+                fields=["task_path", "unique_key", "unique_until"],
                 name="leasequeue_job_unique_period",
                 condition=models.Q(unique_until__isnull=False),
             ),
         ]
         constraints = [
             models.UniqueConstraint(
-                fields=["unique_key"],
+                fields=["task_path", "unique_key"],
                 name="leasequeue_job_unique_key",
                 condition=models.Q(status__in=JobStatus.unfinished(), unique_key__isnull=False),
-                violation_error_message=_("An unfinished job already holds this unique key."),
+                violation_error_message=_(
+                    "An unfinished job of this task already holds this unique key."
+                ),
             ),
             models.CheckConstraint(
                 condition=models.Q(priority__gte=-100, priority__lte=100),

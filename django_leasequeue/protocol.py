@@ -43,6 +43,10 @@ class Lease:
     lease_version: int
 
 
+# A unique key is its task's: (task path, key). Two tasks may use the same key apart.
+type TaskKey = tuple[str, str]
+
+
 class NewJob(NamedTuple):
     """A job about to be enqueued, its options resolved against the backend's defaults.
 
@@ -74,6 +78,11 @@ class NewJob(NamedTuple):
     @property
     def queue_name(self) -> str:
         return self.task.queue_name
+
+    @property
+    def task_key(self) -> TaskKey | None:
+        """The unique key as its task holds it, or None without one."""
+        return None if self.unique_key is None else (self.task_path, self.unique_key)
 
     def expires_at(self, run_after: datetime) -> datetime | None:
         """When it expires if it is first due at ``run_after`` (None: never)."""
@@ -569,18 +578,19 @@ def job_results(ids: Sequence[UUID]) -> Statement[list[Row]]:
     return _statement("job_results", _rows, ids=list(ids))
 
 
-def unique_key_holders(unique_keys: Sequence[str]) -> Statement[dict[str, Row]]:
-    """``unique_key -> row`` (as ``job_results``) of the jobs holding these keys: unfinished,
-    or within their ``unique_for`` period whatever their status."""
+def unique_key_holders(keys: Sequence[TaskKey]) -> Statement[dict[TaskKey, Row]]:
+    """``(task_path, unique_key) -> row`` (as ``job_results``) of the jobs holding these keys:
+    unfinished, or within their ``unique_for`` period whatever their status."""
     return _statement(
         "unique_key_holders",
-        _by_unique_key,
-        unique_keys=list(unique_keys),
+        _by_task_key,
+        task_paths=[task_path for task_path, _ in keys],
+        unique_keys=[key for _, key in keys],
     )
 
 
-def _by_unique_key(rows: list[Row]) -> dict[str, Row]:
-    return {row.pop("unique_key"): row for row in rows}
+def _by_task_key(rows: list[Row]) -> dict[TaskKey, Row]:
+    return {(row["task_path"], row.pop("unique_key")): row for row in rows}
 
 
 def job_statuses(ids: Sequence[UUID]) -> Statement[dict[UUID, Row]]:

@@ -38,11 +38,14 @@ class LeaseTask(Task):
     the job's first ``run_after``) is how late a job may start before it expires unrun;
     ``unique_for`` holds the unique key for a period from the first enqueue, whatever the
     job's status; ``max_snoozes`` is how many times a job may ``Snooze`` before it fails.
+    Every duration (``timeout``, ``backoff_seconds``, ``expires_after``, ``unique_for``) is
+    seconds or a timedelta under one rule (``duration_rule``): finite, above 0, and ending by
+    the last day a job row can hold; anything else raises ``InvalidDuration`` naming it.
     """
 
     max_attempts: int | None = None
-    timeout: float | None = None
-    backoff_seconds: float | None = None
+    timeout: Duration = None
+    backoff_seconds: Duration = None
     unique_key: UniqueKey = None
     concurrency: int | None = None
     concurrency_key: LimitKey = None
@@ -84,8 +87,8 @@ class LeaseTask(Task):
         run_after: Any = None,
         backend: str | None = None,
         max_attempts: int | None = None,
-        timeout: float | None = None,
-        backoff_seconds: float | None = None,
+        timeout: Duration = None,
+        backoff_seconds: Duration = None,
         unique_key: UniqueKey = None,
         expires_after: Duration = None,
         unique_for: Duration = None,
@@ -116,9 +119,11 @@ class LeaseTask(Task):
         changes = {name: value for name, value in extra.items() if value is not None}
         return replace(task, **changes) if changes else task
 
-    def unique_key_for(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> str | None:
+    def unique_key_for(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> object:
+        """The call's unique key: the string given, or what the callable returns for these
+        arguments (the backend refuses anything but a string, naming ``unique_key``)."""
         if callable(self.unique_key):
-            return str(self.unique_key(*args, **kwargs))
+            return self.unique_key(*args, **kwargs)
         return self.unique_key
 
 
@@ -145,8 +150,8 @@ def task(
     backend: str = ...,
     takes_context: bool = ...,
     max_attempts: int | None = ...,
-    timeout: float | None = ...,
-    backoff_seconds: float | None = ...,
+    timeout: Duration = ...,
+    backoff_seconds: Duration = ...,
     unique_key: UniqueKey = ...,
     concurrency: int | None = ...,
     concurrency_key: LimitKey = ...,
@@ -174,8 +179,8 @@ def task(
     backend: str = ...,
     takes_context: bool = ...,
     max_attempts: int | None = ...,
-    timeout: float | None = ...,
-    backoff_seconds: float | None = ...,
+    timeout: Duration = ...,
+    backoff_seconds: Duration = ...,
     unique_key: UniqueKey = ...,
     concurrency: int | None = ...,
     concurrency_key: LimitKey = ...,
@@ -202,8 +207,8 @@ def task(
     backend: str = DEFAULT_TASK_BACKEND_ALIAS,
     takes_context: bool = False,
     max_attempts: int | None = None,
-    timeout: float | None = None,
-    backoff_seconds: float | None = None,
+    timeout: Duration = None,
+    backoff_seconds: Duration = None,
     unique_key: UniqueKey = None,
     concurrency: int | None = None,
     concurrency_key: LimitKey = None,

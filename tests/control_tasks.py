@@ -73,3 +73,29 @@ def hourly_report(context, n):
 @task(unique_key=lambda n: f"briefly:{n}", unique_for=0.5)
 def briefly_unique(n):
     return n
+
+
+@task(unique_key=lambda name: name)
+def keyed_hello(name):
+    return f"hello {name}"
+
+
+@task(unique_key=lambda name: name)
+def keyed_fetch(name):
+    return f"fetched {name}"
+
+
+@task(unique_key=lambda name, returned=None: returned)
+def keyed_by_what_it_is_given(name, returned=None):
+    return name
+
+
+@task(takes_context=True, max_attempts=1)
+def snoozes_for(context, seconds):
+    """Snoozes once for ``seconds`` (a number, or [days] for a timedelta), then succeeds."""
+    if context.last_checkpoint is None:
+        context.checkpoint("snoozing")
+        if isinstance(seconds, list):
+            seconds = timedelta(days=seconds[0])
+        context.snooze(seconds)
+    return "woke"

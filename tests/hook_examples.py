@@ -121,3 +121,25 @@ class NotAHook:
 
 
 not_a_class = TenantHook()
+
+
+class CountingHook:
+    """Counts its instances: a hook is built once per process, not by its checks."""
+
+    built = 0
+
+    def __init__(self):
+        type(self).built += 1
+
+    def after_finish(self, job, outcome):
+        pass
+
+
+class NeedsArgumentsHook:
+    """Cannot be built without arguments (check leasequeue.E030)."""
+
+    def __init__(self, endpoint):
+        self.endpoint = endpoint
+
+    def after_finish(self, job, outcome):
+        pass

@@ -1,10 +1,10 @@
 """A task's queue-control options (``expires_after``, ``unique_for``, ``max_snoozes``), checked
 when the task is validated and turned into what a job row stores."""
 
-import math
-from datetime import timedelta
 from typing import TYPE_CHECKING
 
+from django_leasequeue.duration_rule import to_seconds
+from django_leasequeue.exceptions import InvalidDuration
 from django_leasequeue.tasks_framework import InvalidTask
 
 if TYPE_CHECKING:
@@ -12,18 +12,14 @@ if TYPE_CHECKING:
 
 
 def duration_seconds(value: "Duration", name: str) -> float | None:
-    """``value`` (seconds or a timedelta) in seconds; InvalidTask unless it is positive."""
+    """``value`` (seconds or a timedelta) in seconds, or None when not given; InvalidDuration
+    naming the option unless the one rule of ``duration_rule`` holds."""
     if value is None:
         return None
-    if isinstance(value, timedelta):
-        seconds = value.total_seconds()
-    elif isinstance(value, int | float) and not isinstance(value, bool):
-        seconds = float(value)
-    else:
-        raise InvalidTask(f"{name} must be a number of seconds or a timedelta, not {value!r}.")
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise InvalidTask(f"{name} must be a positive duration, not {value!r}.")
-    return seconds
+    try:
+        return to_seconds(value)
+    except ValueError as exc:
+        raise InvalidDuration(f"{name} {exc}.") from None
 
 
 def check(task: "LeaseTask") -> None:

@@ -15,6 +15,8 @@ from django.db import OperationalError, transaction
 
 from django_leasequeue import jsonargs, protocol
 from django_leasequeue.control import statements
+from django_leasequeue.queue_names import queue_name_problem
+from django_leasequeue.shown import shown
 
 if TYPE_CHECKING:
     from django_leasequeue.backend import LeaseQueueBackend
@@ -23,8 +25,6 @@ if TYPE_CHECKING:
 LOCK_WAIT_MILLISECONDS = 5000
 # Wakeups a resume sends: enough to wake every idle worker; they poll for the rest.
 RESUME_WAKEUPS = 1000
-# The queue_name column is a varchar(100).
-QUEUE_NAME_MAX_LENGTH = 100
 
 
 class PauseFailed(Exception):
@@ -33,14 +33,12 @@ class PauseFailed(Exception):
 
 def check_queue_name(backend: "LeaseQueueBackend", name: object) -> str:
     """``name`` if it can name one of the backend's queues; ValueError saying why not."""
-    if not isinstance(name, str) or not name or len(name) > QUEUE_NAME_MAX_LENGTH:
-        raise ValueError(f"A queue name is a string of 1 to 100 characters, not {name!r}.")
-    if (problem := jsonargs.text_problem(name)) is not None:
-        raise ValueError(f"Queue name {name!r} cannot be stored ({problem}).")
+    if (problem := queue_name_problem(name)) is not None:
+        raise ValueError(problem)
     if backend.queues and name not in backend.queues:
         declared = ", ".join(sorted(backend.queues))
-        raise ValueError(f"Queue {name!r} is not one of the backend's QUEUES ({declared}).")
-    return name
+        raise ValueError(f"Queue {shown(name)} is not one of the backend's QUEUES ({declared}).")
+    return name  # type: ignore[return-value]  # a str: queue_name_problem found none
 
 
 def pause(backend: "LeaseQueueBackend", name: str, reason: str = "") -> bool:

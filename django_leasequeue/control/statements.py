@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from django_leasequeue.protocol import FailOutcome, Lease, Row, Statement
+from django_leasequeue.protocol import FailOutcome, Lease, Row, Statement, TaskKey
 from django_leasequeue.sql import QUERIES
 
 
@@ -125,7 +125,13 @@ def snooze(lease: Lease, seconds: float, *, max_snoozes: int) -> Statement[Snooz
     )
 
 
-def lock_unique_keys(keys: Iterable[str]) -> Statement[list[Row]]:
-    """Only inside a transaction: waits for, then holds until it ends, each key's enqueue lock
-    (in key order, so that two enqueues of the same keys cannot deadlock)."""
-    return _statement("lock_unique_keys", _rows, keys=sorted(set(keys)))
+def lock_unique_keys(keys: Iterable[TaskKey]) -> Statement[list[Row]]:
+    """Only inside a transaction: waits for, then holds until it ends, the enqueue lock of each
+    task's key (in order, so that two enqueues of the same keys cannot deadlock)."""
+    ordered = sorted(set(keys))
+    return _statement(
+        "lock_unique_keys",
+        _rows,
+        task_paths=[task_path for task_path, _ in ordered],
+        keys=[key for _, key in ordered],
+    )

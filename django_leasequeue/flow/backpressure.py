@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from django_leasequeue import protocol
 from django_leasequeue.exceptions import QueueFull
 from django_leasequeue.flow.limits import QueueLimit, TaskLimits
-from django_leasequeue.protocol import NewJob
+from django_leasequeue.protocol import NewJob, TaskKey
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,16 +54,16 @@ def check(
     jobs: Sequence[NewJob],
     task_limits: Mapping[str, TaskLimits | None],
     queue_limits: Mapping[str, QueueLimit],
-    returning_existing: Collection[str],
+    returning_existing: Collection[TaskKey],
     database: str,
 ) -> None:
     """Raise QueueFull when these jobs would take a cap past its limit. Only inside the enqueue's
-    transaction: the keys' locks it takes are held until that ends. Jobs whose unique key is in
+    transaction: the keys' locks it takes are held until that ends. Jobs whose task key is in
     ``returning_existing`` add nothing (the enqueue returns the job holding the key)."""
     new: Counter[tuple[str, str]] = Counter()
     caps: dict[tuple[str, str], _Cap] = {}
     for job in jobs:
-        if job.unique_key is not None and job.unique_key in returning_existing:
+        if job.task_key is not None and job.task_key in returning_existing:
             continue
         for name, cap in _caps_of(
             job, task_limits.get(job.task_path), queue_limits.get(job.task.queue_name)

@@ -6,6 +6,7 @@ receivers."""
 import asyncio
 import logging
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 from functools import partial
 
 import psycopg
@@ -13,7 +14,7 @@ import psycopg
 from django_leasequeue import protocol
 from django_leasequeue.conf import BackendConfig
 from django_leasequeue.control.statements import expire_doomed, snooze
-from django_leasequeue.exceptions import TooManySnoozes, UnstorableValue
+from django_leasequeue.exceptions import InvalidDuration, TooManySnoozes, UnstorableValue
 from django_leasequeue.hooks import FinishOutcome
 from django_leasequeue.jsonargs import escaped_text
 from django_leasequeue.metrics import counters as metrics
@@ -121,7 +122,7 @@ class OutcomeRecorder:
                     job.task_path,
                     job.attempt,
                     outcome.error["message"],  # type: ignore[index]  # a failure carries its error
-                    f"; retry at {failed.run_after:%H:%M:%S}"
+                    f"; retry at {_moment(failed.run_after)}"
                     if status == JobStatus.RETRYING
                     else "",
                 )
@@ -143,7 +144,11 @@ class OutcomeRecorder:
         failed past ``max_snoozes``, cancelled if a cancel was requested)."""
         job = handle.job
         max_snoozes = getattr(task, "max_snoozes", DEFAULT_MAX_SNOOZES)
-        snoozed = await self.db.run(snooze(handle.lease, seconds, max_snoozes=max_snoozes))
+        try:
+            snoozed = await self.db.run(snooze(handle.lease, seconds, max_snoozes=max_snoozes))
+        except psycopg.DataError as exc:  # Snooze checks its duration: a clock far ahead?
+            refused = InvalidDuration(f"A snooze of {seconds:g} s cannot be stored ({exc}).")
+            return await self.record(handle, task, Outcome(error=error_of(refused)))
         if snoozed is None:
             logger.warning("Job %s: lease lost before its snooze was written; discarded.", job.id)
             metrics.stale_write(job.queue_name, job.task_path)
@@ -152,7 +157,7 @@ class OutcomeRecorder:
         outcome = None
         if status == JobStatus.QUEUED:
             logger.info(
-                "Job %s (%s) snoozed until %s.", job.id, job.task_path, f"{snoozed.run_after:%X}"
+                "Job %s (%s) snoozed until %s.", job.id, job.task_path, _moment(snoozed.run_after)
             )
             if snoozed.doomed and await self._expire_doomed(job, "snooze"):
                 status = JobStatus.FAILED
@@ -276,3 +281,8 @@ class OutcomeRecorder:
             worker_ids=job.worker_ids,
             return_value=return_value,
         )
+
+
+def _moment(when: datetime) -> str:
+    """A moment as the log shows it: the date too, since a snooze or retry may be days away."""
+    return f"{when:%Y-%m-%d %H:%M:%S %Z}".rstrip()

@@ -30,7 +30,7 @@
 -- 0.3 ms).
 
 -- name: enqueue
--- Insert jobs from column arrays in one statement; a unique key an unfinished job (or, with unique_for, a job within its period) holds is skipped.
+-- Insert jobs from column arrays in one statement; a unique key an unfinished job of the same task (or, with unique_for, one within its period) holds is skipped.
 INSERT INTO leasequeue_job (id, task_path, queue_name, priority, backend, args, kwargs, run_after,
                             max_attempts, timeout_seconds, backoff_seconds, unique_key, limits,
                             flow_key, concurrency_key, pending_key, expires_at, unique_until,
@@ -53,8 +53,9 @@ FROM unnest(%(ids)s::uuid[], %(task_paths)s::text[], %(queue_names)s::text[],
 -- unique_for: the caller holds the key's lock (lock_unique_keys), so this sees every holder.
 WHERE new.unique_for IS NULL OR NOT EXISTS (
     SELECT 1 FROM leasequeue_job AS holder
-    WHERE holder.unique_key = new.unique_key AND holder.unique_until > now())
-ON CONFLICT (unique_key) WHERE status IN ('queued', 'retrying', 'running') AND unique_key IS NOT NULL
+    WHERE holder.task_path = new.task_path AND holder.unique_key = new.unique_key
+      AND holder.unique_until > now())
+ON CONFLICT (task_path, unique_key) WHERE status IN ('queued', 'retrying', 'running') AND unique_key IS NOT NULL
 DO NOTHING
 RETURNING id, enqueued_at, run_after;
 
@@ -74,8 +75,9 @@ SELECT %(id)s::uuid, %(task_path)s::text, %(queue_name)s::text, %(priority)s::sm
        now() + make_interval(secs => %(unique_for)s::float8), %(meta)s::jsonb
 WHERE %(unique_for)s::float8 IS NULL OR NOT EXISTS (
     SELECT 1 FROM leasequeue_job AS holder
-    WHERE holder.unique_key = %(unique_key)s::text AND holder.unique_until > now())
-ON CONFLICT (unique_key) WHERE status IN ('queued', 'retrying', 'running') AND unique_key IS NOT NULL
+    WHERE holder.task_path = %(task_path)s::text AND holder.unique_key = %(unique_key)s::text
+      AND holder.unique_until > now())
+ON CONFLICT (task_path, unique_key) WHERE status IN ('queued', 'retrying', 'running') AND unique_key IS NOT NULL
 DO NOTHING
 RETURNING id, enqueued_at, run_after;
 

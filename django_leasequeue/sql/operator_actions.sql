@@ -13,19 +13,20 @@ RETURNING id, status;
 -- name: retry
 -- Operator: failed/cancelled jobs queued again at once with fresh attempts (an expiry that passed is dropped); the error history stays.
 WITH candidates AS (
-    SELECT id, unique_key FROM leasequeue_job AS job
+    SELECT id, task_path, unique_key FROM leasequeue_job AS job
     WHERE id = ANY(%(ids)s::uuid[])
       AND status IN ('failed', 'cancelled')
-      -- An unfinished job holding the same unique key wins: queueing this one would duplicate it.
+      -- An unfinished job of the task holding the same unique key wins: queueing this one would
+      -- duplicate it.
       AND (unique_key IS NULL OR NOT EXISTS (
           SELECT 1 FROM leasequeue_job AS holder
-          WHERE holder.unique_key = job.unique_key
+          WHERE holder.task_path = job.task_path AND holder.unique_key = job.unique_key
             AND holder.status IN ('queued', 'retrying', 'running')))
     FOR UPDATE
 ), picked AS (
-    -- Of several selected jobs sharing a unique key, only the newest is queued again.
-    SELECT DISTINCT ON (coalesce(unique_key, id::text)) id FROM candidates
-    ORDER BY coalesce(unique_key, id::text), id DESC
+    -- Of several selected jobs of one task sharing a unique key, only the newest is queued again.
+    SELECT DISTINCT ON (task_path, coalesce(unique_key, id::text)) id FROM candidates
+    ORDER BY task_path, coalesce(unique_key, id::text), id DESC
 )
 UPDATE leasequeue_job AS job
 SET status = 'queued', run_after = now(), attempt = 0, cancel_requested = false,

@@ -125,16 +125,18 @@ WHERE id = %(id)s::uuid AND lease_version = %(lease_version)s::integer AND statu
 RETURNING id, status, run_after, expires_at;
 
 -- name: lock_unique_keys
--- unique_for: take (waiting) the enqueue locks of these unique keys, held until the caller's transaction ends; the insert that follows sees every earlier holder.
-SELECT count(pg_advisory_xact_lock(1279677525, hashtext(key))) AS locked
-FROM unnest(%(keys)s::text[]) AS key;
+-- unique_for: take (waiting) the enqueue locks of these tasks' unique keys, held until the caller's transaction ends; the insert that follows sees every earlier holder.
+SELECT count(pg_advisory_xact_lock(1279677525, hashtext(task_path || E'\x1f' || key))) AS locked
+FROM unnest(%(task_paths)s::text[], %(keys)s::text[]) AS held(task_path, key);
 
 -- name: unique_key_holders
--- Read back: the jobs holding these unique keys, unfinished or within their unique_for period (the newest per key), as job_results.
-SELECT DISTINCT ON (unique_key)
-       id, task_path, queue_name, priority, backend, status, run_after, args, kwargs, result,
-       errors, worker_ids, enqueued_at, started_at, last_attempted_at, finished_at, unique_key
-FROM leasequeue_job
-WHERE unique_key = ANY(%(unique_keys)s::text[])
-  AND (status IN ('queued', 'retrying', 'running') OR unique_until > now())
-ORDER BY unique_key, id DESC;
+-- Read back: the jobs holding these (task, unique key) pairs, unfinished or within their unique_for period (the newest per pair), as job_results.
+SELECT DISTINCT ON (job.task_path, job.unique_key)
+       job.id, job.task_path, job.queue_name, job.priority, job.backend, job.status,
+       job.run_after, job.args, job.kwargs, job.result, job.errors, job.worker_ids,
+       job.enqueued_at, job.started_at, job.last_attempted_at, job.finished_at, job.unique_key
+FROM leasequeue_job AS job
+JOIN unnest(%(task_paths)s::text[], %(unique_keys)s::text[]) AS held(task_path, unique_key)
+  ON job.task_path = held.task_path AND job.unique_key = held.unique_key
+WHERE job.status IN ('queued', 'retrying', 'running') OR job.unique_until > now()
+ORDER BY job.task_path, job.unique_key, job.id DESC;

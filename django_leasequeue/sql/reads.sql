@@ -8,11 +8,12 @@ FROM leasequeue_job
 WHERE id = ANY(%(ids)s::uuid[]);
 
 -- name: job_statuses
--- Read back: each job's status now, and whether an unfinished job holds its unique key.
+-- Read back: each job's status now, and whether another unfinished job of its task holds its unique key.
 SELECT id, status,
        unique_key IS NOT NULL AND EXISTS (
            SELECT 1 FROM leasequeue_job AS holder
-           WHERE holder.unique_key = job.unique_key AND holder.id <> job.id
+           WHERE holder.task_path = job.task_path AND holder.unique_key = job.unique_key
+             AND holder.id <> job.id
              AND holder.status IN ('queued', 'retrying', 'running')) AS key_held
 FROM leasequeue_job AS job
 WHERE id = ANY(%(ids)s::uuid[]);

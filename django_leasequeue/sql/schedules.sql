@@ -85,7 +85,7 @@ WITH schedule AS (
            now() + make_interval(secs => %(expires_after)s::float8), %(meta)s::jsonb
     FROM schedule, previous
     WHERE %(enqueue)s::boolean AND NOT (schedule.overlap = 'skip' AND previous.unfinished)
-    ON CONFLICT (unique_key) WHERE status IN ('queued', 'retrying', 'running') AND unique_key IS NOT NULL
+    ON CONFLICT (task_path, unique_key) WHERE status IN ('queued', 'retrying', 'running') AND unique_key IS NOT NULL
     DO NOTHING
     RETURNING id
 )

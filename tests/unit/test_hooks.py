@@ -37,6 +37,7 @@ def test_valid_hooks_pass_the_checks():
         ("no_such_module.Hook", "cannot be imported"),
         ("tests.hook_examples.not_a_class", "not a class"),
         ("tests.hook_examples.NotAHook", "defines none of the hook methods"),
+        ("tests.hook_examples.NeedsArgumentsHook", "cannot be instantiated without arguments"),
     ],
 )
 def test_check_e030_names_a_bad_hook_path(path, problem):
@@ -70,6 +71,19 @@ def test_opentelemetry_comes_first_and_hooks_load_once_per_process():
     assert [path for path, _ in hooks.wrap_run] == list(paths)
     assert load_hooks(tuple(paths)) is hooks  # the same instances: imported once
     assert not load_hooks(()).wrap_run and not load_hooks(()).after_finish
+
+
+def test_a_hook_is_built_once_per_process_and_never_by_its_checks():
+    from tests.hook_examples import CountingHook
+
+    path = "tests.hook_examples.CountingHook"
+    before = CountingHook.built
+    assert _check_ids(hooks=[path]) == []  # manage.py check, and runworkers before it starts
+    assert _check_ids(hooks=[path]) == []
+    assert CountingHook.built == before
+    hooks = load_hooks((path,))
+    assert load_hooks((path,)) is hooks
+    assert CountingHook.built == before + 1
 
 
 def test_loading_a_bad_hook_raises_naming_it():

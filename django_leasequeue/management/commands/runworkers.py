@@ -12,6 +12,7 @@ from django_leasequeue.management.arguments import (
     positive_float,
     positive_int,
 )
+from django_leasequeue.queue_names import queue_name_problem
 from django_leasequeue.runtime.config import WorkerConfig
 from django_leasequeue.runtime.logs import configure_logging
 from django_leasequeue.runtime.supervisor import Supervisor
@@ -120,6 +121,9 @@ class Command(BaseCommand):
         queues = tuple(name.strip() for name in text.split(",") if name.strip())
         if not queues:
             raise CommandError("--queues needs at least one queue name, or *.")
+        for name in queues:
+            if (problem := queue_name_problem(name)) is not None:
+                raise CommandError(f"--queues: {problem}")
         unknown = sorted(set(queues) - backend.queues) if backend.queues else []
         if unknown:
             raise CommandError(
