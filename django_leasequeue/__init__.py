@@ -5,6 +5,7 @@ settings (``TASKS[...]["BACKEND"] = "django_leasequeue.backend.LeaseQueueBackend
 """
 
 from django_leasequeue.exceptions import (
+    InvalidDuration,
     InvalidTaskArguments,
     InvalidWorkflow,
     JobExpired,
@@ -29,6 +30,7 @@ from django_leasequeue.workflows.handle import WorkflowHandle
 
 __all__ = [
     "CancelOutcome",
+    "InvalidDuration",
     "InvalidTaskArguments",
     "InvalidWorkflow",
     "JobContext",

@@ -7,6 +7,7 @@ from datetime import timedelta
 from django_leasequeue import Snooze, task
 from django_leasequeue.models import Job
 from tests.models import Execution
+from tests.value_tasks import build
 
 
 @task(takes_context=True)
@@ -91,11 +92,11 @@ def keyed_by_what_it_is_given(name, returned=None):
 
 
 @task(takes_context=True, max_attempts=1)
-def snoozes_for(context, seconds):
-    """Snoozes once for ``seconds`` (a number, or [days] for a timedelta), then succeeds."""
+def snoozes_for(context, expression):
+    """Snoozes once for what ``expression`` builds (``python_literal``; a list ``[days]`` for a
+    timedelta), then succeeds."""
     if context.last_checkpoint is None:
         context.checkpoint("snoozing")
-        if isinstance(seconds, list):
-            seconds = timedelta(days=seconds[0])
-        context.snooze(seconds)
+        seconds = build(expression)
+        context.snooze(timedelta(days=seconds[0]) if isinstance(seconds, list) else seconds)
     return "woke"
