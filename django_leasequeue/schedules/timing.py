@@ -15,6 +15,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from cron_descriptor import get_description
 from cronsim import CronSim, CronSimError
 
+from django_leasequeue.duration_rule import to_seconds
+
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # The shortest ``every``: the scheduler checks about once a second (so a shorter interval would
 # not tick on time anyway), and each tick is a job row and a transaction of its own
@@ -67,6 +69,10 @@ class IntervalTiming:
                 f"every must be at least 1 second, not {self.interval}: the "
                 "scheduler checks about once a second, and each tick is a job of its own."
             )
+        try:  # the one rule for durations: a next tick a job row can hold
+            to_seconds(self.interval)
+        except ValueError as exc:
+            raise InvalidSchedule(f"every {exc}.") from None
 
     def ticks_after(self, moment: datetime) -> Iterator[datetime]:
         tick = _EPOCH + (moment - _EPOCH) // self.interval * self.interval

@@ -161,6 +161,8 @@ def test_descriptions():
         ({"every": timedelta(0)}, "at least 1 second"),
         ({"every": timedelta(seconds=-5)}, "at least 1 second"),
         ({"every": timedelta(milliseconds=999)}, "at least 1 second, not 0:00:00.999000"),
+        ({"every": timedelta.max}, "every is too long"),
+        ({"every": timedelta(days=365 * 8000)}, "the last day a job row can hold"),
         ({"every": 30}, "must be a timedelta"),
         ({"cron": "* * * * *", "every": timedelta(seconds=1)}, "not both"),
         ({"every": timedelta(seconds=1), "cron_timezone": "UTC"}, "only meaningful with cron"),
