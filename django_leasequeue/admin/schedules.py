@@ -23,13 +23,14 @@ from django.utils.translation import ngettext
 
 from django_leasequeue.admin import display as show
 from django_leasequeue.admin import schedule_actions
+from django_leasequeue.admin.guarded import GuardedModelAdmin
 from django_leasequeue.backend import job_database
 from django_leasequeue.models import Job, Schedule
 from django_leasequeue.schedules.timing import InvalidSchedule, timing_of
 
 
 @admin.register(Schedule)
-class ScheduleAdmin(admin.ModelAdmin):
+class ScheduleAdmin(GuardedModelAdmin):
     list_display = [
         "task_path",
         "expression",

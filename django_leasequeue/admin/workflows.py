@@ -24,6 +24,7 @@ from django.utils.translation import gettext_lazy
 
 from django_leasequeue.admin import display as show
 from django_leasequeue.admin import workflow_actions as actions
+from django_leasequeue.admin.guarded import GuardedModelAdmin
 from django_leasequeue.admin.pagination import EstimatedCountPaginator
 from django_leasequeue.admin.workflow_page import page_context
 from django_leasequeue.backend import job_database
@@ -35,7 +36,7 @@ from django_leasequeue.workflows.choices import WorkflowStatus
 
 
 @admin.register(WorkflowRun)
-class WorkflowRunAdmin(admin.ModelAdmin):
+class WorkflowRunAdmin(GuardedModelAdmin):
     change_form_template = "admin/leasequeue/workflowrun/change_form.html"
 
     list_display = [
