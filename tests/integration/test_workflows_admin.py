@@ -380,6 +380,34 @@ def test_the_job_list_shows_one_workflow_s_steps(admin_client):
 # What the list takes from its URL, and what the page counts
 
 
+def test_the_page_counts_every_step_it_lists_callbacks_included(admin_client):
+    mid_run = _chord("mid-run")
+    _run(mid_run.step_ids["length"], 1)
+    _fail(mid_run.step_ids["length_2"])
+    claim_one(mid_run.step_ids["length_3"], "w-admin")
+    html = admin_client.get(page_url(mid_run.id)).content.decode()
+    assert (
+        "2 of 5 finished: 1 succeeded, 1 failed, 0 cancelled; 1 running, 2 waiting, queued or "
+        "retrying." in html
+    )
+
+    wf = Workflow("all good")
+    wf.add(noop, name="first")
+    wf.add(noop, name="second")
+    wf.on_success(noop)
+    wf.on_failure(noop)  # cancelled: no step failed
+    handle = wf.enqueue()
+    for name in ("first", "second", "on_success"):
+        _run(handle.step_ids[name])
+    response = admin_client.get(page_url(handle.id))
+    statuses = {row["name"]: row["badge"] for row in response.context["steps"]}
+    assert "Cancelled" in statuses["on_failure"]
+    assert (
+        "4 of 4 finished: 3 succeeded, 0 failed, 1 cancelled; 0 running, 0 waiting, queued or "
+        "retrying." in response.content.decode()
+    )
+
+
 @pytest.mark.parametrize(
     "query",
     [
