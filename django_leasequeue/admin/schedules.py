@@ -150,8 +150,14 @@ class ScheduleAdmin(GuardedModelAdmin):
 
     def changelist_view(self, request: HttpRequest, extra_context: dict | None = None) -> Any:
         """A user without any action (view permission only) who posts one anyway is told why
-        nothing happened; Django would show the page again without a word."""
-        if request.method == "POST" and "action" in request.POST and not self.get_actions(request):
+        nothing happened; Django would show the page again without a word. A user who may not
+        even view schedules gets Django's 403, as for the page itself."""
+        if (
+            request.method == "POST"
+            and "action" in request.POST
+            and self.has_view_permission(request)
+            and not self.get_actions(request)
+        ):
             self.message_user(
                 request,
                 _(
