@@ -23,13 +23,14 @@ from django.utils.translation import ngettext
 
 from django_leasequeue.admin import display as show
 from django_leasequeue.admin import schedule_actions
+from django_leasequeue.admin.guarded import GuardedModelAdmin
 from django_leasequeue.backend import job_database
 from django_leasequeue.models import Job, Schedule
 from django_leasequeue.schedules.timing import InvalidSchedule, timing_of
 
 
 @admin.register(Schedule)
-class ScheduleAdmin(admin.ModelAdmin):
+class ScheduleAdmin(GuardedModelAdmin):
     list_display = [
         "task_path",
         "expression",
@@ -149,8 +150,14 @@ class ScheduleAdmin(admin.ModelAdmin):
 
     def changelist_view(self, request: HttpRequest, extra_context: dict | None = None) -> Any:
         """A user without any action (view permission only) who posts one anyway is told why
-        nothing happened; Django would show the page again without a word."""
-        if request.method == "POST" and "action" in request.POST and not self.get_actions(request):
+        nothing happened; Django would show the page again without a word. A user who may not
+        even view schedules gets Django's 403, as for the page itself."""
+        if (
+            request.method == "POST"
+            and "action" in request.POST
+            and self.has_view_permission(request)
+            and not self.get_actions(request)
+        ):
             self.message_user(
                 request,
                 _(

@@ -17,6 +17,7 @@ from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
 from django_leasequeue.admin import display as show
+from django_leasequeue.admin.guarded import GuardedModelAdmin
 from django_leasequeue.backend import job_database
 from django_leasequeue.models import Worker, WorkerState
 
@@ -32,7 +33,7 @@ def worker_link(admin_site: str, worker_id: str | None) -> SafeString | str:
 
 
 @admin.register(Worker)
-class WorkerAdmin(admin.ModelAdmin):
+class WorkerAdmin(GuardedModelAdmin):
     list_display = [
         "id",
         "state_display",

@@ -73,16 +73,26 @@ def page_context(workflow: WorkflowRun, admin_site: str, database: str) -> dict[
     }
 
 
+def step_counts(workflow: WorkflowRun, database: str) -> dict[str, int]:
+    """The workflow's steps by status, callbacks included, as the page lists them (one pass
+    over its steps' index, once per page: the counts line and the table share it)."""
+    counts = getattr(workflow, "step_counts", None)
+    if counts is None:
+        rows = (
+            Job.objects.using(database)
+            .filter(workflow_id=workflow.pk)
+            .values("status")
+            .annotate(n=Count("id"))
+            .order_by()
+        )
+        counts = {row["status"]: row["n"] for row in rows}
+        workflow.step_counts = counts  # type: ignore[attr-defined]  # read back above
+    return counts
+
+
 def _counts(workflow: WorkflowRun, steps_url: str, database: str) -> list[dict[str, Any]]:
-    """The workflow's steps by status (one pass over its steps' index), in lifecycle order."""
-    rows = (
-        Job.objects.using(database)
-        .filter(workflow_id=workflow.pk)
-        .values("status")
-        .annotate(n=Count("id"))
-        .order_by()
-    )
-    by_status = {row["status"]: row["n"] for row in rows}
+    """The workflow's steps by status, in lifecycle order."""
+    by_status = step_counts(workflow, database)
     return [
         {
             "badge": show.status_badge(status),

@@ -24,8 +24,9 @@ from django.utils.translation import gettext_lazy
 
 from django_leasequeue.admin import display as show
 from django_leasequeue.admin import workflow_actions as actions
+from django_leasequeue.admin.guarded import GuardedModelAdmin
 from django_leasequeue.admin.pagination import EstimatedCountPaginator
-from django_leasequeue.admin.workflow_page import page_context
+from django_leasequeue.admin.workflow_page import page_context, step_counts
 from django_leasequeue.backend import job_database
 from django_leasequeue.models import Job, WorkflowRun
 from django_leasequeue.progress.widget import TEMPLATE as PROGRESS_TEMPLATE
@@ -35,7 +36,7 @@ from django_leasequeue.workflows.choices import WorkflowStatus
 
 
 @admin.register(WorkflowRun)
-class WorkflowRunAdmin(admin.ModelAdmin):
+class WorkflowRunAdmin(GuardedModelAdmin):
     change_form_template = "admin/leasequeue/workflowrun/change_form.html"
 
     list_display = [
@@ -180,17 +181,25 @@ class WorkflowRunAdmin(admin.ModelAdmin):
 
     @admin.display(description=gettext_lazy("counts"))
     def steps_summary(self, workflow: WorkflowRun) -> str:
-        finished = workflow.steps_total - workflow.steps_unfinished
-        running = _running(workflow)
+        """Every step the page lists, callbacks included, counted by its status. (The list's
+        "failed or cancelled" leaves out callbacks, cancelled for their condition or with their
+        workflow: it counts what went wrong.)"""
+        counts = step_counts(workflow, job_database())
+        total = sum(counts.values())
+        finished = sum(counts.get(status, 0) for status in JobStatus.terminal())
+        running = counts.get(JobStatus.RUNNING, 0)
         return _(
-            "%(finished)d of %(total)d finished (%(failed)d of them failed or cancelled); "
-            "%(running)d running, %(waiting)d waiting or queued."
+            "%(finished)d of %(total)d finished: %(succeeded)d succeeded, %(failed)d failed, "
+            "%(cancelled)d cancelled; %(running)d running, %(waiting)d waiting, queued or "
+            "retrying."
         ) % {
             "finished": finished,
-            "total": workflow.steps_total,
-            "failed": workflow.steps_failed,
+            "total": total,
+            "succeeded": counts.get(JobStatus.SUCCEEDED, 0),
+            "failed": counts.get(JobStatus.FAILED, 0),
+            "cancelled": counts.get(JobStatus.CANCELLED, 0),
             "running": running,
-            "waiting": workflow.steps_unfinished - running,
+            "waiting": total - finished - running,
         }
 
     @admin.display(description=gettext_lazy("progress"))

@@ -3,7 +3,9 @@
 
 A ``Workflow`` is only a definition until ``enqueue()`` writes it, whole, in the caller's
 transaction (``workflows.enqueue``). A step can only come after steps added before it, so a
-cycle cannot be built; a step of another workflow is refused.
+cycle cannot be built: ``after=`` takes only the very ``Step`` objects this workflow's ``add()``
+returned, so a step built by hand (whose index could point at itself, at a callback or at
+nothing) or taken from another workflow is refused.
 """
 
 from collections.abc import Iterable, Mapping, Sequence
@@ -19,11 +21,16 @@ if TYPE_CHECKING:
 
 # The run_if values a step may be given (the others are the callbacks').
 STEP_RUN_IFS = (RunIf.SUCCEEDED, RunIf.FINISHED)
+# A callback's step is named after its role; no other step may take these names.
+CALLBACK_NAMES = frozenset(
+    {RunIf.ON_SUCCESS.value, RunIf.ON_FAILURE.value, RunIf.ON_COMPLETE.value}
+)
 
 
 @dataclass(frozen=True, eq=False)
 class Step:
-    """A step of one workflow, as ``Workflow.add`` returns it: pass it in ``after=``."""
+    """A step of one workflow, as ``Workflow.add`` returns it: pass it in ``after=``. Only the
+    object ``add()`` returned is accepted there (not an equal one built by hand)."""
 
     workflow: "Workflow" = field(repr=False)
     index: int
@@ -64,7 +71,8 @@ class Workflow:
 
     ``name`` is shown in the admin. ``on_success``, ``on_failure`` and ``on_complete`` add a
     callback: a task run once, as the workflow's last step, when every other step has finished
-    (and the workflow succeeded, failed, or either)."""
+    (and the workflow succeeded, failed, or either), unless the workflow was cancelled. Each
+    callback's step is named after its role (``"on_failure"``), whatever its task."""
 
     def __init__(self, name: str = "") -> None:
         if not isinstance(name, str) or len(name) > 200:
@@ -72,6 +80,10 @@ class Workflow:
         self.name = name
         self.steps: list[StepDefinition] = []
         self.callbacks: list[StepDefinition] = []
+        # The Step objects add() and the callbacks returned, by index: the only ones after=
+        # takes.
+        self._added: list[Step] = []
+        self._callback_steps: list[Step] = []
         self._names: set[str] = set()
         # The last number given to each task name (fetch, fetch_2, ...): a group of 10,000
         # same-named steps is numbered in one pass, not by trying every number again.
@@ -90,22 +102,23 @@ class Workflow:
         finished: only if they all succeeded (``run_if="succeeded"``), or whatever their
         outcome (``run_if="finished"``)."""
         if run_if not in STEP_RUN_IFS:
-            raise InvalidWorkflow(
-                f"run_if must be one of {', '.join(map(repr, STEP_RUN_IFS))}, not {run_if!r}."
-            )
+            choices = ", ".join(repr(choice.value) for choice in STEP_RUN_IFS)
+            raise InvalidWorkflow(f"run_if must be one of {choices}, not {run_if!r}.")
         parents = self._parents(after)
         return self._add(task, args, kwargs or {}, parents, RunIf(run_if), None, name)
 
     def on_success(self, task: Task, args: Sequence[Any] = (), kwargs: Any = None) -> Step:
-        """Run ``task`` once every step succeeded."""
+        """Run ``task`` once every step succeeded (the step ``"on_success"``)."""
         return self._callback(task, args, kwargs, RunIf.ON_SUCCESS)
 
     def on_failure(self, task: Task, args: Sequence[Any] = (), kwargs: Any = None) -> Step:
-        """Run ``task`` once every step has finished, if any failed or was cancelled."""
+        """Run ``task`` once every step has finished, if any failed or was cancelled on its
+        own (the step ``"on_failure"``). Cancelling the workflow cancels it instead."""
         return self._callback(task, args, kwargs, RunIf.ON_FAILURE)
 
     def on_complete(self, task: Task, args: Sequence[Any] = (), kwargs: Any = None) -> Step:
-        """Run ``task`` once every step has finished, whatever the outcome."""
+        """Run ``task`` once every step has finished, whatever the outcome (the step
+        ``"on_complete"``). Cancelling the workflow cancels it instead."""
         return self._callback(task, args, kwargs, RunIf.ON_COMPLETE)
 
     def enqueue(self) -> "WorkflowHandle":
@@ -124,11 +137,7 @@ class Workflow:
     def sinks(self) -> list[Step]:
         """The steps no other step comes after (where a chain goes on from)."""
         has_children = {parent for definition in self.steps for parent in definition.parents}
-        return [
-            Step(self, index, definition.name)
-            for index, definition in enumerate(self.steps)
-            if index not in has_children
-        ]
+        return [step for step in self._added if step.index not in has_children]
 
     def roots(self) -> list[int]:
         return [index for index, definition in enumerate(self.steps) if not definition.parents]
@@ -140,6 +149,7 @@ class Workflow:
         as ``upstream`` says); returns the copied steps' sinks."""
         if other.callbacks:
             raise InvalidWorkflow("A workflow with callbacks cannot be part of another one.")
+        roots_after = self._parents(after)
         offset = len(self.steps)
         for definition in other.steps:
             parents = tuple(offset + parent for parent in definition.parents)
@@ -148,15 +158,12 @@ class Workflow:
                 definition.task,
                 definition.args,
                 definition.kwargs,
-                tuple(step.index for step in after) if root else parents,
+                roots_after if root else parents,
                 definition.run_if,
                 upstream if root and after else definition.upstream,
                 None,
             )
-        return [
-            Step(self, offset + step.index, self.steps[offset + step.index].name)
-            for step in other.sinks()
-        ]
+        return [self._added[offset + step.index] for step in other.sinks()]
 
     # Internals
 
@@ -170,10 +177,19 @@ class Workflow:
                     f"after= lists Steps (what Workflow.add returns), not {parent!r}."
                 )
             if parent.workflow is not self:
-                raise InvalidWorkflow(f"Step {parent.name!r} belongs to another workflow.")
-            if parent.index >= len(self.steps):
+                raise InvalidWorkflow(
+                    f"Step {parent.name!r} belongs to another workflow: after= takes the Steps "
+                    "that this workflow's add() returned."
+                )
+            if any(parent is callback for callback in self._callback_steps):
                 raise InvalidWorkflow(
                     f"Step {parent.name!r} is a callback: nothing comes after it."
+                )
+            if not (0 <= parent.index < len(self._added) and self._added[parent.index] is parent):
+                raise InvalidWorkflow(
+                    f"Step {parent.name!r} (index {parent.index!r}) was not returned by this "
+                    "workflow's add(): after= takes the Steps that add() returned, not Steps "
+                    "built by hand."
                 )
             if parent.index not in parents:
                 parents.append(parent.index)
@@ -184,9 +200,13 @@ class Workflow:
     ) -> Step:
         if any(callback.run_if == run_if for callback in self.callbacks):
             raise InvalidWorkflow(f"This workflow already has an {run_if.value} callback.")
-        definition = self._definition(task, args, kwargs or {}, (), run_if, None, None)
+        kwargs = kwargs or {}
+        self._check(task, args, kwargs, run_if.value)
+        definition = StepDefinition(run_if.value, task, tuple(args), dict(kwargs), (), run_if, None)
         self.callbacks.append(definition)
-        return Step(self, len(self.steps) + len(self.callbacks) - 1, definition.name)
+        callback = Step(self, len(self.steps) + len(self.callbacks) - 1, definition.name)
+        self._callback_steps.append(callback)
+        return callback
 
     def _add(
         self,
@@ -200,27 +220,8 @@ class Workflow:
     ) -> Step:
         if self.callbacks:
             raise InvalidWorkflow("Add the steps first, then the callbacks.")
-        definition = self._definition(task, args, kwargs, parents, run_if, upstream, name)
-        self.steps.append(definition)
-        return Step(self, len(self.steps) - 1, definition.name)
-
-    def _definition(
-        self,
-        task: Task,
-        args: Sequence[Any],
-        kwargs: Mapping[str, Any],
-        parents: tuple[int, ...],
-        run_if: RunIf,
-        upstream: Upstream | None,
-        name: str | None,
-    ) -> StepDefinition:
-        if not isinstance(task, Task):
-            raise InvalidWorkflow(f"A step runs a Task (a @task function), not {task!r}.")
-        if isinstance(args, str | bytes) or not isinstance(args, Sequence):
-            raise InvalidWorkflow(f"args of step {name or task.name!r} is a list or tuple.")
-        if not isinstance(kwargs, Mapping):
-            raise InvalidWorkflow(f"kwargs of step {name or task.name!r} is a dict.")
-        return StepDefinition(
+        self._check(task, args, kwargs, name)
+        definition = StepDefinition(
             self._unique_name(task, name),
             task,
             tuple(args),
@@ -229,13 +230,34 @@ class Workflow:
             run_if,
             upstream,
         )
+        self.steps.append(definition)
+        added = Step(self, len(self.steps) - 1, definition.name)
+        self._added.append(added)
+        return added
+
+    @staticmethod
+    def _check(
+        task: Task, args: Sequence[Any], kwargs: Mapping[str, Any], name: str | None
+    ) -> None:
+        if not isinstance(task, Task):
+            raise InvalidWorkflow(f"A step runs a Task (a @task function), not {task!r}.")
+        if isinstance(args, str | bytes) or not isinstance(args, Sequence):
+            raise InvalidWorkflow(f"args of step {name or task.name!r} is a list or tuple.")
+        if not isinstance(kwargs, Mapping):
+            raise InvalidWorkflow(f"kwargs of step {name or task.name!r} is a dict.")
 
     def _unique_name(self, task: Task, name: str | None) -> str:
-        """The given name (refused when taken), else the task's name, numbered when it repeats."""
+        """The given name (refused when taken, or a callback's), else the task's name, numbered
+        when it repeats or is a callback's."""
         if name is not None:
             if not isinstance(name, str) or not name or len(name) > 200:
                 raise InvalidWorkflow(
                     "A step's name is a non-empty string of at most 200 characters."
+                )
+            if name in CALLBACK_NAMES:
+                raise InvalidWorkflow(
+                    f"A step cannot be named {name!r}: that is the name of the workflow's "
+                    f"{name} callback."
                 )
             if name in self._names:
                 raise InvalidWorkflow(f"Two steps are named {name!r}: step names are unique.")
@@ -244,7 +266,7 @@ class Workflow:
             base = task.name
             number = self._last_number.get(base, 0)
             chosen = ""
-            while not chosen or chosen in self._names:
+            while not chosen or chosen in self._names or chosen in CALLBACK_NAMES:
                 number += 1
                 chosen = base if number == 1 else f"{base}_{number}"
             self._last_number[base] = number

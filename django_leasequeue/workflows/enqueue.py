@@ -3,6 +3,7 @@ the caller's when there is one. Every step is checked first, as ``enqueue`` chec
 nothing is written when one is refused. Steps with upstream steps wait; the others are due, and
 workers are woken for them once the transaction commits."""
 
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING
@@ -16,6 +17,7 @@ from django_leasequeue.flow import backpressure
 from django_leasequeue.ids import uuid7_strs
 from django_leasequeue.protocol import NewJob
 from django_leasequeue.status import JobStatus
+from django_leasequeue.tasks_framework import TaskResult
 from django_leasequeue.workflows.handle import WorkflowHandle
 
 if TYPE_CHECKING:
@@ -84,13 +86,12 @@ def enqueue_workflow(workflow: "Workflow") -> WorkflowHandle:
             for job, step_parents in zip(new_jobs, parents, strict=True)
             if not step_parents and (job.task.run_after is None or job.task.run_after <= now)
         ]
+        steps = EnqueuedSteps(
+            {definition.name: job for definition, job in zip(definitions, new_jobs, strict=True)},
+            partial(backend.ready_result, enqueued_at=now),
+        )
         transaction.on_commit(
-            partial(
-                backend.committed,
-                [job.task for job in new_jobs],
-                due,
-                lambda: [backend.ready_result(job, now) for job in new_jobs],
-            ),
+            partial(backend.committed, [job.task for job in new_jobs], due, steps.values),
             using=database,
         )
     return WorkflowHandle(
@@ -99,10 +100,35 @@ def enqueue_workflow(workflow: "Workflow") -> WorkflowHandle:
         name=workflow.name,
         status_value="running",
         created_at=created_at,
-        step_ids={
-            definition.name: job.id for definition, job in zip(definitions, new_jobs, strict=True)
-        },
+        step_ids={step_name: job.id for step_name, job in steps.jobs.items()},
+        steps=steps,
     )
+
+
+class EnqueuedSteps(Mapping[str, TaskResult]):
+    """A workflow's steps as just enqueued, step name -> ``TaskResult`` (``handle.steps`` until
+    ``refresh()``). Each result is built when first read: a 10,000-step workflow's enqueue
+    does not pay for 10,000 results nobody reads (about a tenth of its time)."""
+
+    def __init__(self, jobs: dict[str, NewJob], result: Callable[[NewJob], TaskResult]) -> None:
+        self.jobs = jobs
+        self._result = result
+        self._built: dict[str, TaskResult] = {}
+
+    def __getitem__(self, step_name: str) -> TaskResult:
+        built = self._built.get(step_name)
+        if built is None:
+            built = self._built[step_name] = self._result(self.jobs[step_name])
+        return built
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.jobs)
+
+    def __len__(self) -> int:
+        return len(self.jobs)
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
 
 
 def _backend(definitions: "list[StepDefinition]") -> LeaseQueueBackend:

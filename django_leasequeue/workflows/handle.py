@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 
 class WorkflowHandle:
     """``id``, ``name`` and ``status`` (a ``WorkflowStatus``) as last read; ``steps`` maps each
-    step's name to its ``TaskResult`` once ``refresh()`` has read them."""
+    step's name to its ``TaskResult`` (as enqueued, then as ``refresh()`` last read it), and
+    ``step_ids`` each step's name to its job id."""
 
     def __init__(
         self,
@@ -31,6 +32,7 @@ class WorkflowHandle:
         created_at: datetime,
         step_ids: Mapping[str, str] | None = None,
         finished_at: datetime | None = None,
+        steps: Mapping[str, TaskResult] | None = None,
     ) -> None:
         self.id = str(workflow_id)
         self.backend = backend_alias
@@ -39,7 +41,7 @@ class WorkflowHandle:
         self.created_at = created_at
         self.finished_at = finished_at
         self.step_ids = dict(step_ids or {})
-        self.steps: dict[str, TaskResult] = {}
+        self.steps: Mapping[str, TaskResult] = steps if steps is not None else {}
 
     def __repr__(self) -> str:
         return f"<WorkflowHandle {self.name or self.id} {self.status.value}>"
@@ -83,8 +85,10 @@ class WorkflowHandle:
         await sync_to_async(self.refresh)()
 
     def cancel(self) -> dict[str, int]:
-        """Cancel the steps not started, ask the running ones to stop; the workflow ends
-        CANCELLED once they have. Returns how many steps were cancelled and asked to stop."""
+        """Cancel the steps not started, callbacks included (none runs), ask the running ones
+        to stop; the workflow ends CANCELLED once they have. Returns how many steps were
+        cancelled and asked to stop. (Cancelling one step instead, ``backend.cancel``, is that
+        step's outcome: the callbacks run as after a failure; docs/workflows.md.)"""
         from django_leasequeue.operations import cancel_workflow
 
         return cancel_workflow(self.id, self._backend().config.database)

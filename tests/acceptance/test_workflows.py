@@ -80,9 +80,9 @@ def test_a_failed_step_cancels_what_needed_it_and_the_callbacks_say_how_it_ended
     assert steps["store"].errors[-1]["message"] == "upstream step parse was cancelled"
     assert steps["cleanup"].status == "succeeded"
     assert steps["cleanup"].result == {"upstream": {"explode": None}}
-    assert steps["noop"].status == "cancelled"  # on_success
-    assert steps["report"].status == "succeeded"  # on_failure
-    assert set(steps["report"].result["upstream"]) == {"explode", "parse", "store", "cleanup"}
+    assert steps["on_success"].status == "cancelled"
+    assert steps["on_failure"].status == "succeeded"
+    assert set(steps["on_failure"].result["upstream"]) == {"explode", "parse", "store", "cleanup"}
 
 
 def test_retrying_the_failed_step_brings_back_the_steps_it_cancelled(start_workers):

@@ -417,6 +417,27 @@ def test_actions_need_the_change_permission(staff_client):
     assert schedule.paused
 
 
+def test_staff_who_may_not_even_view_schedules_get_a_403_for_an_action(staff_client):
+    sync(tick)
+    schedule = Schedule.objects.get(task_path=tick.module_path)
+    nobody = staff_client()
+    for action in ("pause_schedules", "resume_schedules", "run_schedules_now"):
+        response = nobody.post(SCHEDULES, {"action": action, "_selected_action": [schedule.pk]})
+        assert response.status_code == 403, action
+    schedule.refresh_from_db()
+    assert not schedule.paused and not Job.objects.exists()
+
+
+def test_the_list_refuses_lookups_it_does_not_offer(admin_client):
+    sync(tick, slow_tick)
+    for refused in ("task_path__regex=^t", "version__gt=0", "cron__isnull=1", "paused__exact=%00"):
+        assert admin_client.get(f"{SCHEDULES}?{refused}").status_code == 400, refused
+    for offered in ("paused__exact=0", "retired__exact=0", "q=every_second", "o=1"):
+        response = admin_client.get(f"{SCHEDULES}?{offered}")
+        assert response.status_code == 200, offered
+        assert tick.module_path in {row.task_path for row in response.context["cl"].result_list}
+
+
 def test_non_staff_are_sent_to_the_login_page(django_user_model):
     from django.test import Client
 

@@ -126,3 +126,32 @@ def test_summary_estimates_a_count_over_the_cap_from_index_probes(backend):
     [row] = protocol.execute(statement)
     assert row["estimated"] == ["queued"]
     assert 325 <= row["queued"] <= 675
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/admin/leasequeue/worker/%00/change/",
+        "/admin/leasequeue/worker/host%00a/change/",
+        "/admin/leasequeue/worker/%00/history/",
+    ],
+)
+def test_an_id_no_row_can_have_reads_as_a_missing_object_not_a_500(admin_client, url):
+    """A NUL cannot be in PostgreSQL's text: the page answers as Django does for any id that
+    matches nothing (back to the admin's index, saying so), instead of a DataError. (The other
+    pages' keys, uuids and integers, are refused by Django before any query.)"""
+    worker_row("host-a:11:w0:aaaaaa")
+    response = admin_client.get(url, follow=True)
+    assert response.redirect_chain == [("/admin/", 302)]
+    [message] = [str(message) for message in response.context["messages"]]
+    assert message.endswith("exist. Perhaps it was deleted?")
+
+
+def test_the_workers_list_refuses_lookups_it_does_not_offer(admin_client):
+    worker_row("host-a:11:w0:aaaaaa")
+    for refused in ("host__regex=^web", "pid__gt=1", "id__startswith=host", "queues__0=x"):
+        assert admin_client.get(f"{WORKERS}?{refused}").status_code == 400, refused
+    for offered in ("q=web-1", "o=-3", "p=1"):
+        response = admin_client.get(f"{WORKERS}?{offered}")
+        assert response.status_code == 200, offered
+        assert [w.pk for w in response.context["cl"].result_list] == ["host-a:11:w0:aaaaaa"]

@@ -178,7 +178,7 @@ def test_the_graph_draws_every_step_as_a_link_in_its_status_with_its_arrows(admi
     assert response.status_code == 200
     svg = _svg(response.content.decode())
     nodes = {node.get("data-step"): node for node in svg.iter(f"{SVG}a")}
-    assert set(nodes) == {"length", "length_2", "length_3", "total", "collect"}
+    assert set(nodes) == {"length", "length_2", "length_3", "total", "on_success"}
     for name, node in nodes.items():
         assert node.get("href") == job_url(handle.step_ids[name])
         assert node.find(f"{SVG}rect") is not None
@@ -189,7 +189,7 @@ def test_the_graph_draws_every_step_as_a_link_in_its_status_with_its_arrows(admi
         "length_3": "running",
         # Still waiting: length_3 has not finished.
         "total": "waiting",
-        "collect": "waiting",
+        "on_success": "waiting",
     }
     assert nodes["length_2"].get("aria-label") == "length_2: Failed"
     assert "".join(nodes["length_2"].find(f"{SVG}text").itertext()) == "✖ length_2"
@@ -212,8 +212,8 @@ def test_the_step_table_lists_each_step_with_what_it_waits_for(admin_client):
     rows = {row["name"]: row for row in response.context["steps"]}
     assert list(rows)[:3] == ["length", "length_2", "length_3"]  # the graph's order
     assert rows["total"]["upstream"] == "length, length_2, length_3"
-    assert rows["collect"]["upstream"] == "length, length_2, length_3, total"
-    assert rows["collect"]["run_if"] == "the workflow succeeded"
+    assert rows["on_success"]["upstream"] == "length, length_2, length_3, total"
+    assert rows["on_success"]["run_if"] == "the workflow succeeded"
     assert f'<a href="{job_url(handle.step_ids["total"])}">total</a>' in html
     assert f"{JOBS}?workflow={handle.id}" in html
     # The live bar of the whole workflow, for staff.
@@ -288,7 +288,7 @@ def test_cancel_asks_first_then_cancels_the_steps_and_stops_the_running_ones(sta
         "length_2": "running",
         "length_3": "cancelled",
         "total": "cancelled",
-        "collect": "cancelled",
+        "on_success": "cancelled",
     }
     assert Job.objects.get(pk=handle.step_ids["length_2"]).cancel_requested
     assert LogEntry.objects.get(object_id=handle.id).change_message.startswith("Workflow cancel")
@@ -326,7 +326,7 @@ def test_retry_failed_steps_queues_them_and_revives_what_they_cancelled(staff_cl
     assert messages_of(done) == ["Retry failed steps: 1 job retried."]
     statuses = dict(Job.objects.filter(workflow_id=handle.id).values_list("step_name", "status"))
     assert statuses["length_2"] == "queued"
-    assert (statuses["total"], statuses["collect"]) == ("waiting", "waiting")
+    assert (statuses["total"], statuses["on_success"]) == ("waiting", "waiting")
     assert WorkflowRun.objects.get(pk=handle.id).status == "running"
     assert _buttons(operator.get(page_url(handle.id))) == set()  # nothing failed now
 
@@ -342,7 +342,7 @@ def test_a_step_s_job_page_links_its_workflow_and_its_neighbours(admin_client):
     assert f'<a href="{page_url(handle.id)}">linked</a>' in html
     for upstream in ("length", "length_2", "length_3"):
         assert f'<a href="{job_url(handle.step_ids[upstream])}">{upstream}</a>' in html
-    assert f'<a href="{job_url(handle.step_ids["collect"])}">collect</a>' in html
+    assert f'<a href="{job_url(handle.step_ids["on_success"])}">on_success</a>' in html
     assert "◌</span> Waiting" in html  # a waiting step has its own badge
 
     plain = admin_client.get(job_url(add.enqueue(1, 2).id)).content.decode()
@@ -371,7 +371,74 @@ def test_the_job_list_shows_one_workflow_s_steps(admin_client):
     assert listed(f"?workflow={handle.id}") == set(handle.step_ids.values())
     assert listed(f"?workflow={handle.id}&status__exact=waiting") == {
         handle.step_ids["total"],
-        handle.step_ids["collect"],
+        handle.step_ids["on_success"],
     }
     assert listed("?workflow=not-a-uuid") == set()
     assert listed(f"?workflow={uuid.uuid4()}") == set()
+
+
+# What the list takes from its URL, and what the page counts
+
+
+def test_the_page_counts_every_step_it_lists_callbacks_included(admin_client):
+    mid_run = _chord("mid-run")
+    _run(mid_run.step_ids["length"], 1)
+    _fail(mid_run.step_ids["length_2"])
+    claim_one(mid_run.step_ids["length_3"], "w-admin")
+    html = admin_client.get(page_url(mid_run.id)).content.decode()
+    assert (
+        "2 of 5 finished: 1 succeeded, 1 failed, 0 cancelled; 1 running, 2 waiting, queued or "
+        "retrying." in html
+    )
+
+    wf = Workflow("all good")
+    wf.add(noop, name="first")
+    wf.add(noop, name="second")
+    wf.on_success(noop)
+    wf.on_failure(noop)  # cancelled: no step failed
+    handle = wf.enqueue()
+    for name in ("first", "second", "on_success"):
+        _run(handle.step_ids[name])
+    response = admin_client.get(page_url(handle.id))
+    statuses = {row["name"]: row["badge"] for row in response.context["steps"]}
+    assert "Cancelled" in statuses["on_failure"]
+    assert (
+        "4 of 4 finished: 3 succeeded, 0 failed, 1 cancelled; 0 running, 0 waiting, queued or "
+        "retrying." in response.content.decode()
+    )
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "name__regex=^x",
+        "steps_total__gt=100",
+        "id__startswith=0",
+        "created_at__year=2026",
+        "status__in=failed,cancelled",
+        "status__exact=fail%00ed",
+        "anything=else",
+    ],
+)
+def test_the_list_refuses_what_it_does_not_offer(admin_client, query):
+    """Its filters, search, ordering and pagination only: any other lookup could make every
+    page load scan the whole table, for anyone who may view workflows."""
+    _chord()
+    assert admin_client.get(f"{CHANGELIST}?{query}").status_code == 400
+
+
+def test_the_list_takes_its_filters_search_ordering_and_pages_and_counts_no_facets(admin_client):
+    handle = _chord("nightly")
+    for query in ("status__exact=running", "status=running", "q=night", "o=-1", "o=7", "p=1"):
+        response = admin_client.get(f"{CHANGELIST}?{query}")
+        assert response.status_code == 200, query
+        assert [str(w.pk) for w in response.context["cl"].result_list] == [handle.id]
+
+    # Facet counts would count every filter choice over the whole table: not offered.
+    def queries_for(query: str) -> int:
+        with CaptureQueriesContext(connection) as queries:
+            response = admin_client.get(f"{CHANGELIST}{query}")
+        assert response.status_code == 200 and response.context["cl"].add_facets is False
+        return len(queries.captured_queries)
+
+    assert queries_for("?_facets=True") == queries_for("")

@@ -3,6 +3,7 @@
 
 import threading
 from collections import Counter
+from uuid import UUID
 
 import psycopg
 import pytest
@@ -10,6 +11,7 @@ from django.db import connection, transaction
 
 from django_leasequeue import (
     InvalidWorkflow,
+    Step,
     Workflow,
     WorkflowStatus,
     chain,
@@ -33,6 +35,7 @@ from tests.workflow_tasks import (
     fetch,
     length,
     noop,
+    on_complete,
     per_tenant,
     report,
     total,
@@ -58,14 +61,14 @@ def test_a_workflow_is_written_whole_with_its_roots_queued_and_the_rest_waiting(
         "fetch": "queued",
         "length": "waiting",
         "cleanup": "waiting",
-        "report": "waiting",
+        "on_success": "waiting",
     }
     assert steps["length"].upstream is None
     assert steps["cleanup"].run_if == "finished"
-    assert steps["report"].run_if == "on_success"
+    assert steps["on_success"].run_if == "on_success"
     assert (steps["fetch"].has_dependents, steps["cleanup"].has_dependents) == (True, True)
     # The callback waits for every other step.
-    parents = StepDependency.objects.filter(child_id=steps["report"].id).order_by("position")
+    parents = StepDependency.objects.filter(child_id=steps["on_success"].id).order_by("position")
     assert [edge.parent_id for edge in parents] == [
         steps["fetch"].id,
         steps["length"].id,
@@ -478,7 +481,7 @@ def test_a_step_cancelled_by_a_batch_completion_is_counted_and_ends_the_workflow
     assert len(claimed) == 2
     protocol.execute(protocol.complete_steps([(job.lease, "null") for job in claimed]))
     assert _workflow_books(handle) == ("succeeded", 0, 0)
-    callback = _steps(handle)["report"]
+    callback = _steps(handle)["on_failure"]
     assert callback.status == "cancelled"
     assert callback.errors[-1]["message"] == "no step of the workflow failed"
 
@@ -544,3 +547,167 @@ async def test_released_steps_handed_to_the_waker_are_pushed_to_their_queues_wit
         await waker.flush()
     assert wakeups.pop(["default"], 10, 0) == [b"01a233d7-2761-7415-8ccb-c86237fca31d"]
     assert wakeups.pop(["low"], 10, 0) == [b"01a233d7-2761-7415-8ccb-c86237fca31e"]
+
+
+# What Workflow.add takes in after=, and what the handle and the callbacks are called
+
+
+@pytest.mark.parametrize(
+    ("index", "name"),
+    [(-1, "x"), (1, "x"), (2, "x"), (99, "x"), (0, "fetch")],  # the last: a real step's twin
+)
+def test_after_refuses_a_step_built_by_hand_naming_it(index, name):
+    """Only the Step objects add() returned: a hand-built one could point at itself (a step
+    waiting for ever), at a callback's index, or at nothing."""
+    wf = Workflow()
+    wf.add(fetch, args=["a"])
+    wf.add(length, args=["b"])
+    wf.on_failure(report)  # index 2
+    fake = Step(workflow=wf, index=index, name=name)
+    expected = (
+        f"Step {name!r} (index {index}) was not returned by this workflow's add(): after= "
+        "takes the Steps that add() returned, not Steps built by hand."
+    )
+    with pytest.raises(InvalidWorkflow) as refused:
+        wf.add(noop, after=[fake])
+    assert str(refused.value) == expected
+    with pytest.raises(InvalidWorkflow) as refused:
+        chained = Workflow()
+        chained.add(fetch, args=["a"])
+        chained.merge(group(step(noop)), after=[Step(workflow=chained, index=index, name=name)])
+    assert str(refused.value) == expected
+    assert [definition.name for definition in wf.steps] == ["fetch", "length"]
+    handle = wf.enqueue()
+    assert set(handle.step_ids) == {"fetch", "length", "on_failure"}
+
+
+def test_after_refuses_a_callback_and_the_steps_of_another_workflow():
+    wf = Workflow()
+    first = wf.add(fetch, args=["a"])
+    callback = wf.on_complete(noop)
+    with pytest.raises(InvalidWorkflow, match=r"^Step 'on_complete' is a callback"):
+        wf.add(noop, after=[callback])
+    other = Workflow()
+    with pytest.raises(InvalidWorkflow, match=r"^Step 'fetch' belongs to another workflow"):
+        other.add(noop, after=[first])
+    with pytest.raises(InvalidWorkflow, match=r"^Step 'fetch' belongs to another workflow"):
+        other.add(noop, after=[Step(workflow=wf, index=0, name="fetch")])
+
+
+def test_a_bad_run_if_is_refused_listing_the_values_a_user_passes():
+    with pytest.raises(InvalidWorkflow) as refused:
+        Workflow().add(fetch, run_if="sometimes")
+    assert str(refused.value) == "run_if must be one of 'succeeded', 'finished', not 'sometimes'."
+
+
+def test_the_handle_holds_every_step_s_result_from_enqueue_as_refresh_reads_it():
+    wf = Workflow()
+    first = wf.add(fetch, args=["https://a"], kwargs={"seconds": 0})
+    wf.add(length, args=["abc"], after=[first])
+    wf.on_complete(noop)
+    handle = wf.enqueue()
+    assert list(handle.steps) == list(handle.step_ids) == ["fetch", "length", "on_complete"]
+    enqueued = {name: _comparable(result) for name, result in handle.steps.items()}
+    assert {name: fields["id"] for name, fields in enqueued.items()} == handle.step_ids
+    assert enqueued["fetch"]["args"] == ["https://a"]
+    assert enqueued["fetch"]["kwargs"] == {"seconds": 0}
+    assert {fields["status"] for fields in enqueued.values()} == {"READY"}
+    handle.refresh()
+    assert {name: _comparable(result) for name, result in handle.steps.items()} == enqueued
+
+
+def _comparable(result) -> dict:
+    """What a step's TaskResult says, as enqueue and refresh() both know it."""
+    return {
+        "id": result.id,
+        "status": result.status.name,
+        "task": result.task.module_path,
+        "args": result.args,
+        "kwargs": result.kwargs,
+        "backend": result.backend,
+        "enqueued_at": result.enqueued_at,
+        "errors": result.errors,
+    }
+
+
+def test_callbacks_are_named_after_their_role_and_no_step_may_take_those_names():
+    wf = Workflow()
+    wf.add(noop)
+    wf.add(on_complete)  # a task named like a callback: its step is numbered past the name
+    assert wf.on_success(report).name == "on_success"
+    assert wf.on_failure(report).name == "on_failure"
+    assert wf.on_complete(report).name == "on_complete"
+    handle = wf.enqueue()
+    assert list(handle.step_ids) == [
+        "noop",
+        "on_complete_2",
+        "on_success",
+        "on_failure",
+        "on_complete",
+    ]
+    assert _steps(handle)["on_failure"].run_if == "on_failure"
+    for reserved in ("on_success", "on_failure", "on_complete"):
+        with pytest.raises(InvalidWorkflow) as refused:
+            Workflow().add(noop, name=reserved)
+        assert str(refused.value) == (
+            f"A step cannot be named {reserved!r}: that is the name of the workflow's "
+            f"{reserved} callback."
+        )
+
+
+# Cancelling: the whole workflow, or one of its steps
+
+
+def _callbacks_workflow():
+    """fetch, then needs_it after it; and all three callbacks."""
+    wf = Workflow("cancelled")
+    first = wf.add(fetch, args=["a"])
+    wf.add(noop, after=[first], name="needs_it")
+    wf.on_success(noop)
+    wf.on_failure(report)
+    wf.on_complete(report)
+    return wf.enqueue()
+
+
+def test_cancelling_the_workflow_cancels_its_callbacks_too():
+    """The operator asked to stop everything: no callback runs, not even on_complete."""
+    handle = _callbacks_workflow()
+    assert handle.cancel() == {"cancelled": 5, "cancel_requested": 0}
+    handle.refresh()
+    assert handle.status == WorkflowStatus.CANCELLED
+    assert {name: job.status for name, job in _steps(handle).items()} == {
+        "fetch": "cancelled",
+        "needs_it": "cancelled",
+        "on_success": "cancelled",
+        "on_failure": "cancelled",
+        "on_complete": "cancelled",
+    }
+    assert not try_claim_batch(limit=20)
+
+
+def test_cancelling_one_step_is_that_step_s_outcome_so_on_failure_and_on_complete_run():
+    """A step cancelled on its own (backend.cancel, the job admin's Cancel) ends as a failed
+    one does: what needed it is cancelled, on_failure and on_complete are released, and the
+    workflow ends FAILED once they have run."""
+    handle = _callbacks_workflow()
+    backend = fetch.get_backend()
+    assert backend.cancel([handle.step_ids["fetch"]]) == {
+        UUID(handle.step_ids["fetch"]): "cancelled"
+    }
+    steps = _steps(handle)
+    assert {name: job.status for name, job in steps.items()} == {
+        "fetch": "cancelled",
+        "needs_it": "cancelled",
+        "on_success": "cancelled",
+        "on_failure": "queued",
+        "on_complete": "queued",
+    }
+    assert steps["needs_it"].errors[-1]["message"] == "upstream step fetch was cancelled"
+    assert steps["on_success"].errors[-1]["message"] == "upstream step fetch was cancelled"
+    claimed = try_claim_batch(limit=20)
+    assert sorted(str(job.id) for job in claimed) == sorted(
+        [handle.step_ids["on_failure"], handle.step_ids["on_complete"]]
+    )
+    protocol.execute(protocol.complete_steps([(job.lease, "null") for job in claimed]))
+    handle.refresh()
+    assert handle.status == WorkflowStatus.FAILED
