@@ -19,8 +19,10 @@ class JobContext(TaskContext):  # type: ignore[misc]  # django-stubs: not frozen
     """Adds progress, checkpoints, snoozes, fenced writes and stop flags to Django's
     TaskContext.
 
-    The ``a``-prefixed methods are for ``async def`` tasks; the plain ones for sync tasks
-    (which run in threads).
+    The ``a``-prefixed methods are coroutines, for ``async def`` tasks. On the event loop (an
+    ``async def`` task) the plain ``progress`` and ``checkpoint`` raise RuntimeError and
+    entering ``fenced_atomic`` raises Django's SynchronousOnlyOperation: each would block the
+    loop waiting for the database. ``snooze`` only raises ``Snooze``: it works from both.
     """
 
     handle: JobHandle

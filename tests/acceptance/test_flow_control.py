@@ -170,14 +170,15 @@ def test_a_rate_limit_holds_through_a_redis_flush_and_outage(start_workers, back
     window = timedelta(seconds=1)
     most = max(sum(1 for c in claims[i:] if c <= claim + window) for i, claim in enumerate(claims))
     assert most <= 12, most
-    rate = (len(starts) - 1) / (starts[-1] - starts[0]).total_seconds()
-    print(f"rate_limit=10/s: at most {most} claims in a 1 s window, {rate:.2f} starts/s overall")
+    rate = (len(claims) - 1) / (claims[-1] - claims[0]).total_seconds()
+    print(f"rate_limit=10/s: at most {most} claims in a 1 s window, {rate:.2f} claims/s overall")
     assert 9.0 <= rate <= 11.0, rate
 
 
 def test_a_low_priority_job_starts_under_a_stream_of_high_priority_ones(start_workers):
     """A stream of priority-100 jobs keeps both slots busy and a backlog waiting; a priority-0
-    job still starts within oldest_first_seconds (1 s) once it is the oldest due job. Without
+    job still starts within oldest_first_seconds (1 s) once it is the oldest due job, ahead of
+    the priority-100 jobs waiting then (the database's record of each enqueue and claim). Without
     Redis, so that claims come in priority order (wakeups come first-in, first-out)."""
     stop = threading.Event()
 
@@ -202,16 +203,24 @@ def test_a_low_priority_job_starts_under_a_stream_of_high_priority_ones(start_wo
         _wait_for_workers(workers, 1)
         wait_until(lambda: len(_runs("urgent-")) >= 20, 20, "the stream to run")
         humble = flow_tasks.humble.enqueue(0).id
-        enqueued = time.monotonic()
         wait_until(
             lambda: Job.objects.filter(pk=humble, status="succeeded").exists(),
-            10,
+            30,
             "the low-priority job to start",
         )
-        waited = time.monotonic() - enqueued
-        assert Job.objects.filter(status="queued", priority=100).exists()  # the stream goes on
     finally:
         stop.set()
         feeder.join()
-    print(f"priority 0 under a priority-100 stream: started {waited:.2f} s after its enqueue")
-    assert waited < 5, waited
+    job = Job.objects.get(pk=humble)
+    waited = job.last_attempted_at - job.enqueued_at
+    print(f"priority 0 under a priority-100 stream: claimed {waited} after its enqueue")
+    # The stream went on: priority-100 jobs waiting when it was claimed were claimed after it.
+    overtaken = Job.objects.filter(
+        priority=100,
+        enqueued_at__lt=job.last_attempted_at,
+        last_attempted_at__gt=job.last_attempted_at,
+    )
+    assert overtaken.exists()
+    # Claimed after oldest_first_seconds (1 s) and a poll, not when the stream ran dry; the
+    # margin is for a loaded machine's stalls.
+    assert waited < timedelta(seconds=5), waited

@@ -1,7 +1,6 @@
 """One bad row, one bad Redis value or one huge payload costs only itself: the worker and its
 other jobs go on (issue #16's probes, against real runworkers processes)."""
 
-import time
 from datetime import timedelta
 
 import pytest
@@ -112,6 +111,7 @@ def test_garbage_watch_counters_in_redis_break_nothing(start_workers, redis_clie
         redis_client.set(backend.wakeups.watch_key(job_id), "x")
     workers = start_workers()
     wait_until(lambda: Job.objects.get(pk=running).status == "succeeded", 20, "the running job")
+    wait_until(lambda: Job.objects.get(pk=queued).status == "succeeded", 20, "the queued job")
     assert Job.objects.get(pk=queued).result == 5
     later = add.enqueue(3, 4).id
     wait_until(lambda: Job.objects.get(pk=later).status == "succeeded", 20, "a later job")
@@ -132,7 +132,7 @@ def test_a_flood_of_garbage_wakeups_costs_a_few_log_lines_and_no_claims(
     start_workers, redis_client, backend
 ):
     workers = start_workers("--concurrency", "10")
-    time.sleep(2)  # started, waiting on Redis
+    wait_until(lambda: "queues=" in workers.log(), 60, "the worker to start")  # then on Redis
     garbage = 100_000
     key = backend.wakeups.key("default")
     for start in range(0, garbage, 10_000):

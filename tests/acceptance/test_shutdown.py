@@ -132,7 +132,9 @@ def test_a_worker_waiting_for_postgresql_at_start_up_stops_at_once(start_workers
     assert workers.process.wait(20) == 0
     took = time.monotonic() - stopped_at
     print(f"stop of workers waiting for PostgreSQL: {took:.1f} s")
-    assert took < 5
+    # Far from the 30 s grace and from PostgreSQL's return: the stop ended the wait; the margin
+    # is for a loaded machine, where three processes take seconds to exit.
+    assert took < 15
     log = workers.log()
     assert "could not start" not in log
     # How long each process really tried, not the 0 s the stop itself waited.

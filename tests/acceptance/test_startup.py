@@ -44,13 +44,12 @@ def test_workers_refused_by_postgresql_end_runworkers_with_the_error_shown_once(
 
 
 def test_burst_gives_up_at_the_first_failed_start(start_workers):
-    started = time.monotonic()
     workers = start_workers("--burst", database_url=_missing_database_url())
-    code = workers.process.wait(30)
-    took = time.monotonic() - started
+    code = workers.process.wait(60)
+    log = workers.log()
     assert code != 0
-    assert "could not start (1 attempt(s) in a row" in workers.log()
-    assert took < 20, f"--burst took {took:.1f} s to give up"
+    assert "could not start (1 attempt(s) in a row" in log
+    assert log.count("Started worker process") == 1, log  # never started again
 
 
 @pytest.mark.django_independent

@@ -9,21 +9,10 @@ from django.contrib.auth.models import Permission
 from django_leasequeue import protocol
 from django_leasequeue.models import Job, StepDependency, WorkflowRun
 from example_project.matching.imports import NAME, SOURCES
-from tests.example.test_views import demo_urls
+from tests.example.demo_site import demo_urls
 from tests.helpers import claim_one
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def user():
-    return get_user_model().objects.create_user("alice", password="secret")
-
-
-@pytest.fixture
-def signed_in(client, user):
-    client.force_login(user)
-    return client
 
 
 def _start(client) -> WorkflowRun:

@@ -11,11 +11,9 @@ from django_leasequeue import JobStatus
 from django_leasequeue.models import Job
 from example_project.matching.models import MatchRequest, Project
 from example_project.matching.submit import unique_key
+from tests.example.demo_site import demo_urls
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("projects")]
-demo_urls = override_settings(
-    ROOT_URLCONF="example_project.urls", LOGIN_URL="login", MATCHING_MAX_UNFINISHED_JOBS=5
-)
 
 
 @pytest.fixture
@@ -27,17 +25,6 @@ def projects():
             name=name,
             defaults={"summary": summary, "skills": skills, "fails_first_attempt": fails},
         )
-
-
-@pytest.fixture
-def user():
-    return get_user_model().objects.create_user("alice", password="secret")
-
-
-@pytest.fixture
-def signed_in(client, user):
-    client.force_login(user)
-    return client
 
 
 def project_ids(count: int) -> list[int]:

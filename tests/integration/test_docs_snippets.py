@@ -10,6 +10,10 @@ every backend and engine they name imports, every ``INSTALLED_APPS`` entry impor
 in ``tests/acceptance/test_docs_commands.py``, and the README has its own test
 (``tests/acceptance/test_docs_project.py``, a new project built from it).
 
+A page's whole modules (``# myapp/tasks.py``: see ``tests/docs_snippets.py``) are written into
+their package on a directory put first on ``sys.path``: a block that shows one imports it, and
+the page's other blocks import from it, so the tests run the module the page shows.
+
 Only the reader's own objects are added (``GLUE``): a user, some ids, a report task.
 """
 
@@ -18,6 +22,7 @@ import sys
 import types
 from collections.abc import Iterator
 from importlib import import_module
+from pathlib import Path
 from typing import Any
 
 import django
@@ -131,12 +136,38 @@ def run_block(module: types.ModuleType, doc: str, block: docs_snippets.Block) ->
     for path, code in docs_snippets.parts(block.code):
         if is_settings(path, code):
             check_settings(code)
+        elif docs_snippets.is_module_path(path):
+            import_module(docs_snippets.module_name(path))  # page_modules wrote it
         else:
             run_in(module, docs_snippets.as_pasted(code, django.VERSION), where)
 
 
+def write_modules(doc: str, directory: Path) -> set[str]:
+    """Write the page's whole modules under ``directory``, each package with an ``__init__.py``;
+    returns their top-level packages."""
+    for path, code in docs_snippets.modules(doc).items():
+        target = directory / path
+        for package in reversed(Path(path).parents[:-1]):  # myapp, then myapp/sub ...
+            (directory / package).mkdir(exist_ok=True)
+            (directory / package / "__init__.py").touch()
+        target.write_text(docs_snippets.as_pasted(code, django.VERSION))
+    return {path.split("/")[0] for path in docs_snippets.modules(doc)}
+
+
 @pytest.fixture
-def docs_module(monkeypatch) -> Iterator[types.ModuleType]:
+def page_modules(request, tmp_path, monkeypatch) -> Iterator[None]:
+    """The page's whole modules, importable while the test runs, forgotten afterwards."""
+    directory = tmp_path / "project"
+    directory.mkdir()
+    packages = write_modules(request.node.callspec.params["doc"], directory)
+    monkeypatch.syspath_prepend(str(directory))
+    yield
+    for name in [name for name in sys.modules if name.split(".")[0] in packages]:
+        del sys.modules[name]
+
+
+@pytest.fixture
+def docs_module(monkeypatch, page_modules) -> Iterator[types.ModuleType]:
     """An importable module for a page's snippets (workers find tasks by path), forgotten
     afterwards with the schedules its tasks declared."""
     monkeypatch.setattr(discovery, "_SCHEDULED", dict(discovery._SCHEDULED))
@@ -182,3 +213,16 @@ def test_the_docs_show_the_progress_tag_as_the_readme_does():
     tag = "{% leasequeue_progress result"  # a job's bar (the docs show a workflow's too)
     readme = docs_snippets.block_containing("README.md", tag, "django")
     assert docs_snippets.block_containing("docs/admin-and-progress.md", tag, "django") == readme
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=str)
+def test_a_docs_module_is_whole(doc):
+    """A module a page shows whole (``# myapp/tasks.py``) defines or imports every name it uses,
+    in its functions too: pasted alone into a project, it runs."""
+    for path, code in docs_snippets.modules(doc).items():
+        assert docs_snippets.undefined_names(code) == set(), f"{doc}: {path}"
+
+
+def test_the_module_checker_finds_a_name_a_function_uses_and_nothing_defines():
+    code = "import os\n\n\ndef f(path):\n    return os.path.join(path, helper(path))\n"
+    assert docs_snippets.undefined_names(code) == {"helper"}

@@ -117,12 +117,22 @@ def _waiting_for_a_lock() -> bool:
         return cursor.fetchone()[0] > 0
 
 
+def _lease_ended(job_id: str) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT lease_expires_at <= now() FROM leasequeue_job WHERE id = %s", [job_id]
+        )
+        return cursor.fetchone()[0]
+
+
 def test_a_slot_comes_back_when_its_holders_lease_expires(backend):
     first, second = (flow_tasks.single_slot.enqueue(n, 0).id for n in range(2))
-    [held] = asyncio.run(_race([_claimer("doomed", lease_seconds=0.3)], free=5))[0]
+    # Long enough for the first rescue to come while it holds, on a loaded machine too.
+    [held] = asyncio.run(_race([_claimer("doomed", lease_seconds=3)], free=5))[0]
     assert str(held.id) == first
     assert asyncio.run(_race([_claimer("rescuer")], free=5)) == [[]]
-    time.sleep(0.4)  # the holder was killed: its lease runs out, and its slot with it
+    # The holder was killed: its lease runs out (the database's clock), and its slot with it.
+    wait_until(lambda: _lease_ended(first), 10, "the holder's lease to end")
     [[taken]] = asyncio.run(_race([_claimer("rescuer")], free=5))
     assert str(taken.id) == second
 

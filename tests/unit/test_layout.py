@@ -1,5 +1,5 @@
-"""The package's layout rules: no import cycles, one public API (that Channels stays optional is
-tested in test_progress_events)."""
+"""The layout rules: in the package, no import cycles and one public API (that Channels stays
+optional is tested in test_progress_events); in the tests, no test module imports another."""
 
 import ast
 import importlib
@@ -8,6 +8,7 @@ from pathlib import Path
 import django_leasequeue
 
 PACKAGE = Path(django_leasequeue.__file__).parent
+TESTS = PACKAGE.parent / "tests"
 
 
 def _module_name(path: Path) -> str:
@@ -97,3 +98,57 @@ def test_every_public_name_is_importable_from_the_package():
     assert {"InvalidTaskArguments", "fenced_atomic"} <= set(public.__all__)
     for name in public.__all__:
         assert getattr(public, name) is not None, name
+
+
+# The tests
+
+
+def _imported_names(source: str, package: str) -> set[str]:
+    """Every dotted name an import of ``source`` may load (functions and TYPE_CHECKING blocks
+    included): ``import a.b`` gives ``a.b``; ``from a import b`` gives ``a`` and ``a.b``, since
+    ``b`` may be a module; a relative import is resolved against ``package``."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")
+            base = base[: len(base) - node.level + 1] if node.level else []
+            module = ".".join([*base, *([node.module] if node.module else [])])
+            found.add(module)
+            found.update(f"{module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def _test_modules_imported(path: Path) -> set[str]:
+    """The test modules (files ``tests/**/test_*.py``) that the file at ``path`` imports."""
+    package = ".".join(path.relative_to(TESTS.parent).parent.parts)
+    return {
+        name
+        for name in _imported_names(path.read_text(), package)
+        if name.rpartition(".")[2].startswith("test_")
+        and TESTS.parent.joinpath(*name.split(".")).with_suffix(".py").is_file()
+    }
+
+
+def test_no_test_module_imports_another():
+    """What tests share lives in modules that hold no tests (``tests/helpers.py``, a conftest,
+    ``tests/example/demo_site.py``): a test function imported by name is collected twice, and
+    a test module's marks, fixtures and setup are its own, not a library for other modules."""
+    importers = {
+        str(path.relative_to(TESTS.parent)): imported
+        for path in sorted(TESTS.rglob("test_*.py"))
+        if (imported := _test_modules_imported(path))
+    }
+    assert importers == {}
+
+
+def test_the_import_finder_sees_every_way_to_import_a_test_module():
+    found = _imported_names(
+        "import tests.a.test_x\n"
+        "from tests.b import test_y\n"
+        "from .test_z import helper\n"
+        "def later():\n    from ..c.test_w import thing\n",
+        "tests.example",
+    )
+    assert {"tests.a.test_x", "tests.b.test_y", "tests.example.test_z", "tests.c.test_w"} <= found
