@@ -464,7 +464,10 @@ class LeaseQueueBackend(BaseTaskBackend):
         jobs running finish, enqueues still land and wait. Once this returns no claim takes
         one of its jobs (it waits for claims in flight). Durable: kept in PostgreSQL.
 
-        Returns False when the queue was paused already (its reason is replaced).
+        Returns False when the queue was paused already (its reason is replaced). Raises
+        ValueError for a queue the backend does not declare or a reason that is not text, holds
+        what PostgreSQL cannot store, or is longer than ``pausing.REASON_MAX_LENGTH`` (1,000
+        characters); ``PauseFailed`` when claims in flight held the pause off for 5 s.
         """
         return pausing.pause(self, name, reason)
 

@@ -394,6 +394,12 @@ def claim_by_ids(
     )
 
 
+def jobs_present(ids: Sequence[UUID]) -> Statement[set[UUID]]:
+    """Which of these jobs have a row, whatever their status (the claimer asks about woken ids
+    it could not claim, to tell another project's wakeups from jobs already taken)."""
+    return _statement("jobs_present", _applied_ids, ids=list(ids))
+
+
 def claim_batch(
     queues: Sequence[str] | None,
     limit: int,

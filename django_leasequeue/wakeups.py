@@ -1,13 +1,15 @@
 """Wakeups in Redis: lists of job ids per queue. They carry no payload and are optional.
 
-The same keyspace holds "watch" counters: how many browser pages follow a job live, so that
-workers publish live events only for jobs someone is looking at.
+The same keyspace holds the viewers of each job (and workflow): the websockets of the browser
+pages that follow it live, so that workers publish live events only for jobs someone is looking
+at; and the websockets each progress token holds open (``progress/viewers.py``).
 
 Losing a wakeup costs latency only: workers also poll PostgreSQL, and the recover sweep re-sends
 wakeups for due jobs nobody claimed. So every Redis failure here is swallowed, and logged as an
 outage of the backend's Redis (``outage_log``): its first failure, summaries, its end.
 """
 
+import hashlib
 import logging
 import time
 from collections.abc import Iterable, Sequence
@@ -22,8 +24,18 @@ from django_leasequeue.tasks_framework import InvalidTaskBackend, task_backends
 
 logger = logging.getLogger(__name__)
 
-# A page that vanished without unwatching stops counting as a viewer after this long.
-_WATCH_TTL_SECONDS = 6 * 3600
+# Adds (or keeps) a member in a sorted set of websockets, in one step Redis runs alone: drops
+# the members whose time is up, gives this one ``ttl`` seconds more (both by Redis's clock, the
+# one every web server shares), keeps the key as long as its newest member, and returns how
+# many members are left. A key holding anything else (garbage) is replaced.
+_JOIN = """
+if redis.call('TYPE', KEYS[1]).ok ~= 'zset' then redis.call('DEL', KEYS[1]) end
+local now = tonumber(redis.call('TIME')[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+return redis.call('ZCARD', KEYS[1])
+"""
 
 # After a failed push, enqueue skips Redis this long instead of paying a timeout per job.
 _PAUSE_AFTER_FAILURE_SECONDS = 5.0
@@ -141,41 +153,45 @@ class Wakeups:
             return False
         return self.push((queue_name, job_id) for queue_name, job_id in jobs if queue_name in idle)
 
-    def watch_key(self, job_id: str) -> str:
-        return f"{self.key_prefix}:watching:{job_id}"
+    def watch_key(self, object_id: str) -> str:
+        """The sorted set of the websockets following a job (or workflow) live."""
+        return f"{self.key_prefix}:viewers:{object_id}"
 
-    def watch(self, job_id: str, viewers: int = 1) -> None:
-        """Count a live viewer of the job in (``viewers=-1``: out); Redis errors are logged."""
-        if not self.enabled:
-            return
-        try:
-            pipe = self.client().pipeline(transaction=False)
-            pipe.incrby(self.watch_key(job_id), viewers)
-            pipe.expire(self.watch_key(job_id), _WATCH_TTL_SECONDS)
-            pipe.execute()
-        except RedisError as exc:
-            self.outage.failed(f"live viewers of job {job_id} not counted ({exc})")
-        else:
-            self.outage.succeeded()
+    def token_key(self, token: str) -> str:
+        """The sorted set of the websockets a progress token holds open (its digest: the
+        token itself stays out of Redis)."""
+        return f"{self.key_prefix}:token-sockets:{hashlib.sha256(token.encode()).hexdigest()}"
 
-    def watched(self, job_ids: Sequence[str]) -> set[str]:
-        """Which of these jobs have live viewers (one round trip). Raises RedisError."""
-        if not job_ids or not self.enabled:
+    def join(self, keys: Sequence[str], member: str, ttl_seconds: int) -> list[int]:
+        """Add ``member`` to these sets (or keep it there) for ``ttl_seconds`` more; how many
+        live members each holds now, in one round trip. Raises RedisError."""
+        pipe = self.client().pipeline(transaction=False)
+        for key in keys:
+            pipe.eval(_JOIN, 1, key, member, ttl_seconds)
+        return [int(count) for count in pipe.execute()]
+
+    def leave(self, keys: Sequence[str], member: str) -> None:
+        """Take ``member`` out of these sets (nothing happens where it is not). Raises
+        RedisError."""
+        pipe = self.client().pipeline(transaction=False)
+        for key in keys:
+            pipe.zrem(key, member)
+        pipe.execute()
+
+    def watched(self, object_ids: Sequence[str]) -> set[str]:
+        """Which of these jobs (or workflows) have live viewers, in one round trip (a key that
+        holds garbage has none). Raises RedisError when Redis cannot be reached."""
+        if not object_ids or not self.enabled:
             return set()
-        counts = self.client().mget([self.watch_key(job_id) for job_id in job_ids])
+        pipe = self.client().pipeline(transaction=False)
+        for object_id in object_ids:
+            pipe.zcard(self.watch_key(object_id))
+        counts = pipe.execute(raise_on_error=False)
         return {
-            job_id
-            for job_id, count in zip(job_ids, counts, strict=True)
-            if _viewer_count(count) > 0
+            object_id
+            for object_id, count in zip(object_ids, counts, strict=True)
+            if isinstance(count, int) and count > 0
         }
-
-
-def _viewer_count(value: bytes | None) -> int:
-    """A watch counter read back from Redis; anything but an integer counts as no viewer."""
-    try:
-        return int(value or 0)
-    except ValueError:
-        return 0
 
 
 def wakeups_of_backend(alias: str) -> Wakeups | None:

@@ -101,6 +101,8 @@ TASKS = {
 MATCHING_MAX_UNFINISHED_JOBS = 5
 # How many projects one submission may pick.
 MATCHING_MAX_SELECTION = 5
+# How many import workflows one user may have running at a time.
+MATCHING_MAX_RUNNING_IMPORTS = 2
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "matching:home"

@@ -286,7 +286,7 @@ class JobAdmin(GuardedModelAdmin):
         queue_limits = _queue_limits()
         context = {
             "summary": summary,
-            "may_pause": queues.may_pause(request),
+            **queues.pause_form_context(request),
             "flow_partitions": flow_usage.overview(database, queue_limits),
             "queue_limits": flow_usage.queue_limit_rows(queue_limits, database),
         }

@@ -19,13 +19,19 @@ from django_leasequeue import protocol
 from django_leasequeue.admin import display as show
 from django_leasequeue.backend import LeaseQueueBackend, lease_queue_backends
 from django_leasequeue.control import statements
-from django_leasequeue.control.pausing import PauseFailed
+from django_leasequeue.control.pausing import REASON_MAX_LENGTH, PauseFailed
 from django_leasequeue.control.permission import PERMISSION
 from django_leasequeue.models import PausedQueue
 
 
 def may_pause(request: HttpRequest) -> bool:
     return request.user.has_perm(PERMISSION)
+
+
+def pause_form_context(request: HttpRequest) -> dict[str, Any]:
+    """What the summary's Pause form needs: whether to show it, and the reason's limit (the one
+    ``pause_queue`` enforces, so the form and its POST refuse the same reasons)."""
+    return {"may_pause": may_pause(request), "pause_reason_max_length": REASON_MAX_LENGTH}
 
 
 def with_pauses(summary: list[dict[str, Any]], database: str) -> list[dict[str, Any]]:

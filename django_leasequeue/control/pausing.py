@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 LOCK_WAIT_MILLISECONDS = 5000
 # Wakeups a resume sends: enough to wake every idle worker; they poll for the rest.
 RESUME_WAKEUPS = 1000
+# A pause reason's limit, the same for every way in (the backend, the command, the admin's form
+# and its POST): a line an operator reads in ``leasequeue status`` and the admin, not a report.
+REASON_MAX_LENGTH = 1000
 
 
 class PauseFailed(Exception):
@@ -41,12 +44,23 @@ def check_queue_name(backend: "LeaseQueueBackend", name: object) -> str:
     return name  # type: ignore[return-value]  # a str: queue_name_problem found none
 
 
-def pause(backend: "LeaseQueueBackend", name: str, reason: str = "") -> bool:
-    """Pause queue ``name`` and commit; True when it was not paused before."""
-    check_queue_name(backend, name)
+def check_reason(reason: object) -> str:
+    """``reason`` if it can be a pause's reason; ValueError saying why not."""
     if not isinstance(reason, str) or (problem := jsonargs.text_problem(reason)) is not None:
         why = "not text" if not isinstance(reason, str) else problem
         raise ValueError(f"The reason {reason!r:.60} cannot be stored ({why}).")
+    if len(reason) > REASON_MAX_LENGTH:
+        raise ValueError(
+            f"A pause reason is at most {REASON_MAX_LENGTH:,} characters; this one has "
+            f"{len(reason):,}."
+        )
+    return reason
+
+
+def pause(backend: "LeaseQueueBackend", name: str, reason: str = "") -> bool:
+    """Pause queue ``name`` and commit; True when it was not paused before."""
+    check_queue_name(backend, name)
+    check_reason(reason)
     database = backend.config.database
     if transaction.get_connection(database).in_atomic_block:
         raise RuntimeError(

@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from django_leasequeue.management.durations import duration
 from django_leasequeue.management.status_report import COUNTS, Cap, StatusReport
+from django_leasequeue.management.terminal import printable
 
 SCHEMA_VERSION = 1
 # The text's label of each of ``Totals``' counts.
@@ -36,7 +37,8 @@ def as_json(report: StatusReport) -> dict[str, Any]:
 
 def render_text(report: StatusReport) -> str:
     """One screen: the backend and its totals, the queues, the limits in use, the live workers,
-    and the verdict. Tables without rows are left out."""
+    and the verdict. Tables without rows are left out. Every value is ``printable``: a queue
+    name or a pause reason holding an escape sequence shows it, it does not run it."""
     when = timezone.localtime(report.taken_at).strftime("%Y-%m-%d %H:%M:%S %Z")
     header = [("Backend", report.backend), ("Taken at", when)]
     header += [
@@ -59,7 +61,7 @@ def render_text(report: StatusReport) -> str:
             lines += ["", *table]
     problems = report.problems
     lines += ["", "UNHEALTHY: " + "; ".join(problems) if problems else "OK"]
-    return "\n".join(lines)
+    return "\n".join(printable(line) for line in lines)
 
 
 def _queues(report: StatusReport) -> list[str]:
@@ -130,7 +132,9 @@ def _used(limit: Cap | None) -> str:
 
 
 def _table(header: list[str], rows: list[list[str]], right: set[int]) -> list[str]:
-    """Columns as wide as their widest cell, two spaces apart; numbers aligned right."""
+    """Columns as wide as their widest cell, two spaces apart; numbers aligned right. Cells
+    are escaped first, so that the columns line up as printed."""
+    rows = [[printable(cell) for cell in row] for row in rows]
     widths = [max(len(cell) for cell in column) for column in zip(header, *rows, strict=True)]
 
     def line(cells: list[str]) -> str:

@@ -15,6 +15,13 @@ A channel layer that cannot be reached (its Redis down) ends the connection clea
 before the handshake (the page sees the socket fail, and polls the JSON status view after a
 few such attempts), or closed after it with ``CLOSE_UNAVAILABLE`` (the page polls at once).
 The outage is logged once, not once per socket.
+
+Each open websocket counts among its job's (or workflow's) viewers in Redis (``viewers.py``)
+from after it joined the group until it ends, however it ends: a disconnect, the channel layer
+failing, or its server cancelling it (Daphne does when a closed socket's consumer does not end
+in time), which runs no ``disconnect``. A progress token opens at most
+``viewers.MAX_SOCKETS_PER_TOKEN`` at once; past that a handshake is refused with
+``CLOSE_TOO_MANY``.
 """
 
 import asyncio
@@ -26,6 +33,7 @@ from itertools import chain, repeat
 from typing import Any
 from urllib.parse import parse_qs
 
+from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from redis.exceptions import RedisError
@@ -50,6 +58,8 @@ CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
 # Sent when the token a connection was opened with expires.
 CLOSE_TOKEN_EXPIRED = 4401
+# A handshake refused because its token holds as many websockets open as it may (HTTP's 429).
+CLOSE_TOO_MANY = 4429
 # Sent when the channel layer cannot be reached (HTTP's 503, in the range RFC 6455 leaves to
 # applications: Daphne refuses to send RFC 6455's own 1013, and the socket stayed open).
 CLOSE_UNAVAILABLE = 4503
@@ -75,8 +85,9 @@ State = dict[str, Any]
 
 
 class ProgressConsumer(AsyncJsonWebsocketConsumer):
-    """What the job's and the workflow's websockets share: authorisation, the viewer count,
-    the snapshot, the periodic database check, the token's expiry and the final state."""
+    """What the job's and the workflow's websockets share: authorisation, the viewer count
+    (and the token's cap), the snapshot, the periodic database check, the token's expiry and
+    the final state."""
 
     kind: Kind
     url_kwarg: str
@@ -90,8 +101,10 @@ class ProgressConsumer(AsyncJsonWebsocketConsumer):
     group: str | None = None
     recheck: asyncio.Task | None = None
     expiry: asyncio.Task | None = None
+    keep_counted: asyncio.Task | None = None
     finished: bool = False
-    watching: bool = False
+    # This websocket's place among the viewers, from the handshake until it is counted out.
+    viewer: viewers.Viewer | None = None
     # The last state sent from the database (the snapshot, then the workflow's reads).
     last_sent: State | None = None
 
@@ -115,6 +128,10 @@ class ProgressConsumer(AsyncJsonWebsocketConsumer):
                 await send({"type": "websocket.close", "code": CLOSE_UNAVAILABLE})
             except Exception:
                 logger.exception("Could not close the websocket of %s.", object_id)
+        finally:
+            # Cancelled by its server, a consumer runs no disconnect: end here what it began.
+            await self.stop_background_tasks()
+            await self.stop_counting()
 
     async def connect(self) -> None:
         self.object_id = str(self.scope["url_route"]["kwargs"][self.url_kwarg])
@@ -127,13 +144,18 @@ class ProgressConsumer(AsyncJsonWebsocketConsumer):
         elif not await database_sync_to_async(can_view)(None, self.object_id, token):
             await self.close(code=CLOSE_FORBIDDEN)
             return
+        # Set before the first Redis call: whatever happens from here, it is counted out.
+        self.viewer = viewers.Viewer(self.object_id, self.channel_name, token)
+        if not await _in_thread(self.viewer.admit):
+            await self.close(code=CLOSE_TOO_MANY)
+            return
         # Join the group before reading the snapshot: an event published in between is queued
-        # behind the snapshot rather than lost.
-        await database_sync_to_async(viewers.watch)(self.object_id)
-        self.watching = True
+        # behind the snapshot rather than lost. Counted as a viewer once in the group.
         self.group = type(self).group_of(self.object_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
         _layer_outage.succeeded()
+        await _in_thread(self.viewer.watch)
+        self.keep_counted = asyncio.create_task(self.stay_counted())
         state = await self.read_state()
         if state is None:
             await self.channel_layer.group_discard(self.group, self.channel_name)
@@ -149,6 +171,21 @@ class ProgressConsumer(AsyncJsonWebsocketConsumer):
             await self.finish(state)
             return
         self.recheck = asyncio.create_task(self.recheck_until_final())
+
+    async def stay_counted(self) -> None:
+        """Say every ``REFRESH_SECONDS`` that this websocket is still there: one whose server
+        died stops counting ``VIEWER_TTL_SECONDS`` after it last did."""
+        while self.viewer is not None:
+            await asyncio.sleep(viewers.REFRESH_SECONDS)
+            if self.viewer is not None:
+                await _in_thread(self.viewer.watch)
+
+    async def stop_counting(self) -> None:
+        """Count this websocket out, once (a disconnect may run twice: after a channel-layer
+        error, and again when the consumer ends)."""
+        viewer, self.viewer = self.viewer, None
+        if viewer is not None:
+            await _in_thread(viewer.leave)
 
     async def read_state(self) -> State | None:
         return await database_sync_to_async(type(self).load_state)(self.object_id)
@@ -197,13 +234,19 @@ class ProgressConsumer(AsyncJsonWebsocketConsumer):
 
     async def disconnect(self, code: int) -> None:
         await self.stop_background_tasks()
+        await self.stop_counting()  # before leaving the group, which fails with the layer
         if self.group is not None:
             await self.channel_layer.group_discard(self.group, self.channel_name)
-        if self.watching:
-            await database_sync_to_async(viewers.watch)(self.object_id, -1)
 
     def background_tasks(self) -> list[asyncio.Task | None]:
-        return [self.recheck, self.expiry]
+        return [self.recheck, self.expiry, self.keep_counted]
+
+
+async def _in_thread(call: Callable[[], object]) -> Any:
+    """Run a sync Redis call of ``viewers`` off the loop. Thread-sensitive, like the database
+    calls: one websocket's calls run in the order made, so a count-out queued behind a count-in
+    a cancellation left running still runs after it."""
+    return await sync_to_async(call, thread_sensitive=True)()
 
 
 class JobProgressConsumer(ProgressConsumer):

@@ -11,6 +11,7 @@ import contextlib
 import logging
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
@@ -65,6 +66,66 @@ class DroppedWakeups:
                 self._sample,
             )
             self._count, self._logged_at = 0, now
+
+
+class ForeignWakeups:
+    """Notices wakeups for jobs that this worker's database does not have: the sign of two
+    projects (or backends) sharing one Redis database and key prefix, whose workers then take
+    each other's wakeups. Nothing is lost (the other project's workers find those jobs by
+    polling) but pickups wait for a poll, and nothing else would say why.
+
+    Only woken ids the claim did not take are noted (a job already claimed or finished is woken
+    again harmlessly, by design; so is one held to limits), and they are looked up together at
+    most once per ``CHECK_SECONDS``: one primary-key read at most, never on the path of a claim
+    that took every id. Warns at once, then at most once per ``WARN_SECONDS`` with what it saw
+    meanwhile. The ids are not pushed back: this worker would pop them again, and the other
+    project's workers poll for them anyway."""
+
+    CHECK_SECONDS = 1.0
+    WARN_SECONDS = 300.0
+    # Ids noted between two lookups beyond this many are not looked up (the latest are).
+    MAX_NOTED = 1000
+
+    def __init__(self, db: Database, backend_config: BackendConfig) -> None:
+        self.db = db
+        self.backend_config = backend_config
+        self.noted: deque[uuid.UUID] = deque(maxlen=self.MAX_NOTED)
+        self._checked_at = -self.CHECK_SECONDS
+        self._warned_at: float | None = None
+        self._count = 0
+
+    async def check(self) -> None:
+        """When due, look the noted ids up; count (and, when due, report) those without a row."""
+        now = time.monotonic()
+        if not self.noted or now - self._checked_at < self.CHECK_SECONDS:
+            return
+        self._checked_at = now
+        unclaimed = list(self.noted)
+        self.noted.clear()
+        present = await self.db.run(protocol.jobs_present(unclaimed))
+        foreign = [job_id for job_id in unclaimed if job_id not in present]
+        if not foreign:
+            return
+        self._count += len(foreign)
+        if self._warned_at is not None and now - self._warned_at < self.WARN_SECONDS:
+            return
+        config = self.backend_config
+        logger.warning(
+            "Popped wakeups for %d job(s) that database %r does not have (latest: %s): another "
+            "project or backend probably uses this Redis database (cache alias %r) with the "
+            "same key prefix %r. Its workers and these take each other's wakeups, so jobs on both "
+            "sides wait for a poll (up to poll_seconds) instead of starting at once. Give each "
+            "backend its own TASKS[...]['OPTIONS']['key_prefix'] (or Redis database). (A job "
+            "deleted before it ran also leaves a wakeup like this; this is said at most every "
+            "%d minutes.)",
+            self._count,
+            config.database,
+            foreign[-1],
+            config.redis_alias,
+            config.key_prefix,
+            self.WARN_SECONDS // 60,
+        )
+        self._count, self._warned_at = 0, now
 
 
 def job_ids(raw: Sequence[object], garbage: DroppedWakeups) -> Popped:
@@ -130,6 +191,7 @@ class Claimer:
         self.redis_down = False
         self._redis_retry_at = 0.0
         self._garbage = DroppedWakeups()
+        self._foreign = ForeignWakeups(db, backend_config)
         # While claims come back full (a backlog), claim again only once this many slots are
         # free, so that each round trip serves several jobs; an idle worker claims at once.
         self._backlog_batch = max(1, config.concurrency // 2)
@@ -204,8 +266,12 @@ class Claimer:
             woken = popped is not None and popped.count > 0
             if popped is not None and popped.ids:
                 claimed = await self.db.run(self._claim_by_ids(popped.ids))
-                # A woken job not claimed may be one held to limits (or already taken).
-                self._flow_due |= len(claimed) < len(popped.ids)
+                if len(claimed) < len(popped.ids):
+                    # A woken job not claimed may be one held to limits (or already taken, or
+                    # another project's: asked once the claimed jobs have started).
+                    self._flow_due = True
+                    taken = {job.id for job in claimed}
+                    self._foreign.noted.extend(i for i in popped.ids if i not in taken)
         poll_due = time.monotonic() - self._last_poll >= self.backend_config.poll_seconds
         if not claimed and (not woken or poll_due):
             self._last_poll = time.monotonic()
@@ -216,6 +282,8 @@ class Claimer:
         self._backlog = len(claimed) >= free
         if claimed:
             self._start_jobs(claimed, sent_at, False)
+        if self._foreign.noted:
+            await self._foreign.check()
         if claimed or woken:
             return False
         if self.config.burst:

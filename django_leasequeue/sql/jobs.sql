@@ -118,6 +118,10 @@ FROM STDIN;
 SELECT * FROM leasequeue_claim_by_ids(%(ids)s::uuid[], %(worker_id)s::text,
                                       %(lease_seconds)s::float8, %(flow_claim)s::boolean);
 
+-- name: jobs_present
+-- Which of these job ids have a row here, whatever its status: a woken id without one is another project's (it shares the Redis keys) or a deleted job's.
+SELECT id FROM leasequeue_job WHERE id = ANY(%(ids)s::uuid[]);
+
 -- name: claim_batch
 -- Poll path: claim up to %(limit)s::integer due unlimited jobs without an expiry of one queue (NULL = every queue) in priority order, none of a paused queue; its plan cached (migration 0021).
 SELECT * FROM leasequeue_claim_batch(%(queue)s::text, %(limit)s::integer, %(worker_id)s::text,

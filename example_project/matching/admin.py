@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from example_project.matching.models import MatchRequest, Project
+from example_project.matching.models import ImportRun, MatchRequest, Project
 
 
 @admin.register(Project)
@@ -12,3 +12,9 @@ class ProjectAdmin(admin.ModelAdmin):
 class MatchRequestAdmin(admin.ModelAdmin):
     list_display = ["user", "project", "job_id", "requested_at"]
     list_select_related = ["user", "project"]
+
+
+@admin.register(ImportRun)
+class ImportRunAdmin(admin.ModelAdmin):
+    list_display = ["user", "workflow_id", "started_at"]
+    list_select_related = ["user"]

@@ -34,3 +34,18 @@ class MatchRequest(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} → {self.project} ({self.job_id})"
+
+
+class ImportRun(models.Model):
+    """Links a user to an import workflow they started (the workflow row has no user): who may
+    see it, and how many of theirs are running (``import_runs.py``)."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    workflow_id = models.UUIDField(unique=True)
+    started_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-started_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.user} → import {self.workflow_id}"

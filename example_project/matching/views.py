@@ -14,14 +14,14 @@ from django.views.decorators.http import require_GET, require_POST
 from django_leasequeue.models import Job, WorkflowRun
 from example_project.matching import limits
 from example_project.matching.forms import MatchForm
-from example_project.matching.imports import fetch_source, start_import
-from example_project.matching.models import MatchRequest
+from example_project.matching.import_runs import start_for
+from example_project.matching.imports import fetch_source
+from example_project.matching.models import ImportRun, MatchRequest
 from example_project.matching.submit import submit
 
 # How many of the user's latest jobs the page shows: one submission's worth.
 SHOWN_JOBS = 5
-# Where the session keeps the ids of the imports this user started, newest first.
-IMPORTS_KEY = "imports"
+# How many of the user's latest imports the page lists.
 SHOWN_IMPORTS = 5
 
 
@@ -43,6 +43,25 @@ def admin_jobs_url() -> str:
         return reverse("admin:index")
 
 
+def _home(request: HttpRequest, form: MatchForm, *, status: int = 200) -> HttpResponse:
+    """The home page: the match form, the user's latest jobs and imports, and the limits."""
+    context = {
+        "form": form,
+        "matches": recent_matches(request.user),
+        "max_selection": limits.max_selection(),
+        "max_unfinished": limits.max_unfinished_jobs(),
+        "max_running_imports": limits.max_running_imports(),
+        "admin_jobs_url": admin_jobs_url(),
+        "imports": WorkflowRun.objects.filter(
+            pk__in=[
+                run.workflow_id
+                for run in ImportRun.objects.filter(user=request.user)[:SHOWN_IMPORTS]
+            ]
+        ).order_by("-created_at"),
+    }
+    return render(request, "matching/home.html", context, status=status)
+
+
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
@@ -62,17 +81,7 @@ def home(request: HttpRequest) -> HttpResponse:
             return redirect("matching:home")
     else:
         form = MatchForm()
-    context = {
-        "form": form,
-        "matches": recent_matches(request.user),
-        "max_selection": limits.max_selection(),
-        "max_unfinished": limits.max_unfinished_jobs(),
-        "admin_jobs_url": admin_jobs_url(),
-        "imports": WorkflowRun.objects.filter(pk__in=request.session.get(IMPORTS_KEY, [])).order_by(
-            "-created_at"
-        ),
-    }
-    return render(request, "matching/home.html", context)
+    return _home(request, form)
 
 
 @login_required
@@ -101,15 +110,17 @@ def results(request: HttpRequest) -> JsonResponse:
 @login_required
 @require_POST
 def start(request: HttpRequest) -> HttpResponse:
-    """Enqueue an import and show it; the session remembers it as this user's."""
-    handle = start_import()
-    started = [handle.id, *request.session.get(IMPORTS_KEY, [])]
-    request.session[IMPORTS_KEY] = started[:SHOWN_IMPORTS]
-    return redirect("matching:import", workflow_id=handle.id)
+    """Enqueue an import and show it; past the user's cap on running imports, the home page
+    with the reason, as 429 Too Many Requests."""
+    started = start_for(request.user)
+    if started.workflow_id is None:
+        messages.error(request, started.refused_because)
+        return _home(request, MatchForm(), status=429)
+    return redirect("matching:import", workflow_id=started.workflow_id)
 
 
 def _users_import(request: HttpRequest, workflow_id: UUID) -> WorkflowRun:
-    if str(workflow_id) not in request.session.get(IMPORTS_KEY, []):
+    if not ImportRun.objects.filter(user=request.user, workflow_id=workflow_id).exists():
         raise Http404("Not one of your imports.")
     try:
         return WorkflowRun.objects.get(pk=workflow_id)

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from django.db import connection
+from django.db import connections
 
 from django_leasequeue.models import Job
 from tests.models import Execution, Receipt
@@ -42,8 +42,8 @@ LONG_LEASE = {"lease_seconds": 10.0}
 LIVE_PROGRESS_OPTIONS = {**LONG_LEASE, "progress_interval_seconds": 0.1}
 
 
-def test_database_url() -> str:
-    settings = connection.settings_dict
+def test_database_url(alias: str = "default") -> str:
+    settings = connections[alias].settings_dict
     auth = settings["USER"] + (f":{settings['PASSWORD']}" if settings["PASSWORD"] else "")
     return f"postgres://{auth}@{settings['HOST']}:{settings['PORT']}/{settings['NAME']}"
 

@@ -6,6 +6,7 @@ import pytest
 from django.db import connection
 
 from django_leasequeue.models import Job
+from tests.acceptance import harness
 from tests.acceptance.harness import wait_until
 from tests.tasks import (
     add,
@@ -109,6 +110,41 @@ def test_garbage_in_redis_is_logged_and_dropped(start_workers, backend, redis_cl
     wait_until(lambda: dropped in workers.log(), 20, "the garbage to be dropped")
     assert workers.log().count(dropped) == 1  # one line for the three items, not one each
     assert workers.process.poll() is None
+
+
+@pytest.mark.django_db(transaction=True, databases=["default", "jobs"])
+def test_a_worker_popping_another_project_s_wakeups_says_so_once_naming_key_prefix(
+    start_workers, backend, redis_client, settings
+):
+    """Two projects, each with its own job database, share one Redis database and key prefix.
+    A wakeup for a job of the worker's own database that is already done is harmless and
+    says nothing; one for a job its database does not have at all is the other project's: a
+    warning naming ``key_prefix``, once (rate limited), and the other project's job is still
+    run, by its own worker's poll."""
+    ours = start_workers()  # project A: the test database
+    own = add.enqueue(1, 1).id
+    wait_until(lambda: Job.objects.get(pk=own).status == "succeeded", 20, "project A's job")
+    wakeups = f"{backend.config.key_prefix}:wakeups:default"
+    redis_client.rpush(wakeups, own)  # a duplicate wakeup of a finished job
+    wait_until(lambda: redis_client.llen(wakeups) == 0, 10, "the duplicate popped")
+
+    default = settings.TASKS["default"]
+    settings.TASKS = {"default": {**default, "OPTIONS": {**default["OPTIONS"], "database": "jobs"}}}
+    theirs = [add.enqueue(2, 2).id]  # project B: the other database, the same Redis keys
+    warning = "does not have"
+    wait_until(lambda: warning in ours.log(), 20, "project A to warn about B's wakeup")
+    theirs.append(add.enqueue(3, 3).id)
+    wait_until(lambda: redis_client.llen(wakeups) == 0, 10, "B's second wakeup popped by A")
+    [line] = [line for line in ours.log().splitlines() if warning in line]
+    assert " WARNING " in line and "Popped wakeups for 1 job(s) that database 'default'" in line
+    assert f"(latest: {theirs[0]})" in line
+    assert f"key prefix {backend.config.key_prefix!r}" in line and "['key_prefix']" in line
+    assert str(own) not in line
+
+    start_workers(database_url=harness.test_database_url("jobs"))  # project B's worker
+    done = Job.objects.using("jobs").filter(pk__in=theirs, status="succeeded")
+    wait_until(lambda: done.count() == 2, 20, "project B's jobs, found by polling")
+    assert ours.log().count(warning) == 1
 
 
 def test_a_retry_resumes_from_the_checkpoint(start_workers):

@@ -5,12 +5,15 @@ import uuid
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
+from django.test import Client
 
 from django_leasequeue import protocol
 from django_leasequeue.models import Job, StepDependency, WorkflowRun
+from django_leasequeue.operations import cancel_workflow
 from example_project.matching.imports import NAME, SOURCES
+from example_project.matching.models import ImportRun
 from tests.example.demo_site import demo_urls
-from tests.helpers import claim_one
+from tests.helpers import claim_one, run_in_threads
 
 pytestmark = pytest.mark.django_db
 
@@ -90,3 +93,51 @@ def test_the_result_carries_the_report_once_written(signed_in):
     assert result["report"] == "Imported 375 records."
     home = signed_in.get("/").content.decode()
     assert f'href="/imports/{workflow.pk}/"' in home
+
+
+# The per-user cap on running imports
+
+
+def _import_ids(user) -> list:
+    return list(ImportRun.objects.filter(user=user).values_list("workflow_id", flat=True))
+
+
+@demo_urls
+def test_past_its_cap_of_running_imports_a_user_is_refused_with_429_and_told_why(
+    signed_in, user, settings
+):
+    """One user started 30 workflows (150 jobs) in 0.9 s: now at most two run at once per user;
+    the third is refused, saying why, until one of the two has finished. Others are not held."""
+    settings.MATCHING_MAX_RUNNING_IMPORTS = 2
+    assert [signed_in.post("/imports/").status_code for _ in range(2)] == [302, 302]
+    refused = signed_in.post("/imports/")
+    assert refused.status_code == 429
+    page = refused.content.decode()
+    assert "You have 2 import(s) running; at most 2 may run at once." in page
+    assert "At most 2 of your imports may run at once" in page
+    assert WorkflowRun.objects.count() == 2 and Job.objects.count() == 10
+
+    bob = get_user_model().objects.create_user("bob", password="secret")
+    signed_in.force_login(bob)
+    assert signed_in.post("/imports/").status_code == 302
+    signed_in.force_login(user)
+
+    first = _import_ids(user)[-1]
+    cancel_workflow(first, "default")
+    assert WorkflowRun.objects.get(pk=first).status == "cancelled"
+    assert signed_in.post("/imports/").status_code == 302
+    assert len(_import_ids(user)) == 3
+
+
+@demo_urls
+@pytest.mark.django_db(transaction=True)
+def test_posts_at_the_same_moment_cannot_both_pass_the_cap(user, settings):
+    """Four posts at once (a script, a double click): the user's row is locked while counting,
+    so exactly the cap's worth start."""
+    settings.MATCHING_MAX_RUNNING_IMPORTS = 1
+    clients = [Client() for _ in range(4)]
+    for client in clients:
+        client.force_login(user)
+    statuses = run_in_threads(4, lambda i: clients[i].post("/imports/").status_code)
+    assert sorted(statuses) == [302, 429, 429, 429]
+    assert WorkflowRun.objects.count() == 1 and len(_import_ids(user)) == 1

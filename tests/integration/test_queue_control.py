@@ -11,7 +11,7 @@ from datetime import timedelta
 
 import psycopg
 import pytest
-from asgiref.sync import sync_to_async
+from asgiref.sync import async_to_sync, sync_to_async
 from django.contrib.auth.models import Permission
 from django.contrib.contenttypes.models import ContentType
 from django.core.management import CommandError, call_command
@@ -251,6 +251,65 @@ def test_the_admin_buttons_need_the_pause_permission(backend, staff_client):
     assert operator.get(pause_url).status_code == 405
     operator.post(reverse("admin:leasequeue_job_resume_queue"), {"queue": "other"})
     assert backend.paused_queues() == {}
+
+
+def test_a_pause_reason_has_one_limit_on_every_way_in(backend, staff_client):
+    """1,000 characters through the backend (and its async twin), the command, and the admin's
+    form and its POST; past it, each refuses with the limit and changes nothing."""
+    longest, too_long = "x" * pausing.REASON_MAX_LENGTH, "y" * (pausing.REASON_MAX_LENGTH + 1)
+    refusal = "A pause reason is at most 1,000 characters; this one has "
+    assert backend.pause_queue("other", longest) is True
+    with pytest.raises(ValueError, match=f"{refusal}1,001[.]"):
+        backend.pause_queue("other", too_long)
+    with pytest.raises(ValueError, match=refusal):
+        async_to_sync(backend.apause_queue)("other", too_long)
+    with pytest.raises(CommandError, match=refusal):
+        call_command("leasequeue", "pause", "other", "--reason", too_long)
+    assert backend.paused_queues() == {"other": longest}
+    backend.resume_queue("other")
+
+    add.using(queue_name="other").enqueue(1, 1)
+    operator = staff_client("view_job", "pause_queue")
+    changelist = reverse("admin:leasequeue_job_changelist")
+    assert 'name="reason" maxlength="1000"' in operator.get(changelist).text
+    pause_url = reverse("admin:leasequeue_job_pause_queue")
+    response = operator.post(pause_url, {"queue": "other", "reason": "z" * 1_000_000}, follow=True)
+    assert f"{refusal}1,000,000." in response.text
+    assert backend.paused_queues() == {}
+    operator.post(pause_url, {"queue": "other", "reason": longest})
+    assert backend.paused_queues() == {"other": longest}
+
+
+def test_the_commands_print_control_characters_escaped(backend):
+    """A pause reason or a queue name (from the job table) holding terminal escapes (clear the
+    screen, retitle the window, reverse the text) is shown escaped, not run; --json keeps it."""
+    reason = "deploy \x1b[2J\x1b]0;pwned\x07 \u202eevil\n"
+    backend.pause_queue("other", reason)
+    job = add.enqueue(1, 1)
+    Job.objects.filter(pk=job.id).update(queue_name="q\x1b[31m")
+    out = io.StringIO()
+    with pytest.raises(CommandError, match="no worker is alive") as unhealthy:
+        call_command("leasequeue", "status", stdout=out)
+    text = out.getvalue()
+    assert "PAUSED: other (deploy \\x1b[2J\\x1b]0;pwned\\x07 \\u202eevil\\n)" in text
+    assert "q\\x1b[31m" in text
+    assert not any(char in text for char in "\x1b\x07\u202e")
+    assert not any(char in str(unhealthy.value) for char in "\x1b\x07")
+    out = io.StringIO()
+    with pytest.raises(CommandError):
+        call_command("leasequeue", "status", "--json", stdout=out)
+    queues = {queue["name"]: queue for queue in json.loads(out.getvalue())["queues"]}
+    assert queues["other"]["pause_reason"] == reason and "q\x1b[31m" in queues
+
+    for command in (
+        ["leasequeue", "status", "--backend", "b\x1b]0;t\x07"],
+        ["prunejobs", "--days", "1", "--backend", "b\x1b]0;t\x07"],
+        ["runworkers", "--backend", "b\x1b]0;t\x07"],
+        ["runworkers", "--queues", "default,q\x1b[2J"],
+    ):
+        with pytest.raises(CommandError) as refused:
+            call_command(*command)
+        assert "\\x1b" in str(refused.value) and "\x1b" not in str(refused.value), command
 
 
 def test_the_pause_permission_is_django_leasequeue_pause_queue(django_user_model):

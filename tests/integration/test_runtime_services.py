@@ -45,7 +45,7 @@ async def test_the_watch_marks_followed_jobs_and_a_newly_followed_one_publishes_
 
     for handle in (followed, unfollowed):
         handle._publish = publish
-    backend.wakeups.watch(str(followed.job.id))
+    backend.wakeups.join([backend.wakeups.watch_key(str(followed.job.id))], "a-page", 60)
     redis_calls = ThreadPoolExecutor(1)
     watch = ViewerWatch(backend.wakeups, redis_calls, {h.job.id: h for h in (followed, unfollowed)})
     try:

@@ -324,7 +324,7 @@ async def test_the_watch_sends_a_step_s_events_to_its_workflow_while_a_page_foll
     layer = get_channel_layer()
     channel = await layer.new_channel()
     await layer.group_add(events.workflow_group_name(workflow_id), channel)
-    backend.wakeups.watch(str(workflow_id))
+    backend.wakeups.join([backend.wakeups.watch_key(str(workflow_id))], "a-page", 60)
     redis_calls = ThreadPoolExecutor(1)
     watch = ViewerWatch(backend.wakeups, redis_calls, {h.job.id: h for h in (step, plain)})
     try:

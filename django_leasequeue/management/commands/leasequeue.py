@@ -13,9 +13,10 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from django_leasequeue.backend import LeaseQueueBackend, lease_queue_backend
-from django_leasequeue.control.pausing import PauseFailed
+from django_leasequeue.control.pausing import REASON_MAX_LENGTH, PauseFailed
 from django_leasequeue.management import status_output, status_report
 from django_leasequeue.management.arguments import non_negative_float, positive_float
+from django_leasequeue.management.terminal import printable
 from django_leasequeue.tasks_framework import InvalidTaskBackend
 
 # ANSI: cursor home, clear the screen (a --watch refresh in a terminal).
@@ -66,7 +67,12 @@ class Command(BaseCommand):
             "finish, enqueues still land). Kept in PostgreSQL: survives restarts.",
         )
         pause.add_argument("queue", metavar="QUEUE")
-        pause.add_argument("--reason", default="", help="Why, as status and the admin show it.")
+        pause.add_argument(
+            "--reason",
+            default="",
+            help="Why, as status and the admin show it "
+            f"(at most {REASON_MAX_LENGTH:,} characters).",
+        )
         pause.add_argument("--backend", default="default", help="The TASKS alias.")
         resume = commands.add_parser(
             "resume", help="Let workers claim jobs of QUEUE again, waking them at once."
@@ -78,7 +84,7 @@ class Command(BaseCommand):
         try:
             backend = lease_queue_backend(options["backend"])
         except InvalidTaskBackend as exc:
-            raise CommandError(f"--backend {options['backend']!r}: {exc}") from exc
+            raise CommandError(printable(f"--backend {options['backend']!r}: {exc}")) from exc
         if options["subcommand"] == "pause":
             self._pause(backend, options["queue"], options["reason"])
             return
@@ -103,24 +109,24 @@ class Command(BaseCommand):
         except KeyboardInterrupt:
             pass
         if report.problems:
-            raise CommandError("unhealthy: " + "; ".join(report.problems), returncode=1)
+            raise CommandError(printable("unhealthy: " + "; ".join(report.problems)), returncode=1)
 
     def _pause(self, backend: LeaseQueueBackend, queue: str, reason: str) -> None:
         try:
             newly = backend.pause_queue(queue, reason)
         except (ValueError, PauseFailed) as exc:
-            raise CommandError(str(exc)) from exc
+            raise CommandError(printable(exc)) from exc
         if newly:
-            self.stdout.write(f"Queue {queue!r} paused: no worker claims its jobs.")
+            self.stdout.write(printable(f"Queue {queue!r} paused: no worker claims its jobs."))
         else:
-            self.stdout.write(f"Queue {queue!r} was paused already; reason updated.")
+            self.stdout.write(printable(f"Queue {queue!r} was paused already; reason updated."))
 
     def _resume(self, backend: LeaseQueueBackend, queue: str) -> None:
         try:
             resumed = backend.resume_queue(queue)
         except ValueError as exc:
-            raise CommandError(str(exc)) from exc
+            raise CommandError(printable(exc)) from exc
         if resumed:
-            self.stdout.write(f"Queue {queue!r} resumed.")
+            self.stdout.write(printable(f"Queue {queue!r} resumed."))
         else:
-            self.stdout.write(f"Queue {queue!r} was not paused.")
+            self.stdout.write(printable(f"Queue {queue!r} was not paused."))

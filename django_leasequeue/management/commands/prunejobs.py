@@ -8,6 +8,7 @@ from django_leasequeue.backend import lease_queue_backend
 from django_leasequeue.management import pruning
 from django_leasequeue.management.arguments import non_negative_float, positive_int
 from django_leasequeue.management.progress_line import ProgressLine
+from django_leasequeue.management.terminal import printable
 from django_leasequeue.status import JobStatus
 from django_leasequeue.tasks_framework import InvalidTaskBackend
 
@@ -41,7 +42,7 @@ class Command(BaseCommand):
         try:
             backend = lease_queue_backend(options["backend"])
         except InvalidTaskBackend as exc:
-            raise CommandError(f"--backend {options['backend']!r}: {exc}") from exc
+            raise CommandError(printable(f"--backend {options['backend']!r}: {exc}")) from exc
         terminal = self.stdout.isatty()  # progress on a terminal; quiet under cron
         progress = ProgressLine(self.stdout) if terminal else None
         deleted = pruning.prune(

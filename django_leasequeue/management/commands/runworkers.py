@@ -12,6 +12,7 @@ from django_leasequeue.management.arguments import (
     positive_float,
     positive_int,
 )
+from django_leasequeue.management.terminal import printable
 from django_leasequeue.queue_names import queue_name_problem
 from django_leasequeue.runtime.config import WorkerConfig
 from django_leasequeue.runtime.logs import configure_logging
@@ -75,14 +76,14 @@ class Command(BaseCommand):
         try:
             backend = lease_queue_backend(alias)
         except InvalidTaskBackend as exc:
-            raise CommandError(f"--backend {alias!r}: {exc}") from exc
+            raise CommandError(printable(f"--backend {alias!r}: {exc}")) from exc
         # Django has no "tasks" check tag to require: run the backend's checks here, before any
         # worker process could crash on them in a loop.
         errors = [message for message in backend.check() if message.is_serious()]
         if errors:
             raise CommandError(
                 "TASKS[{!r}] is not usable:\n{}".format(
-                    alias, "\n".join(f"  {error.id}: {error.msg}" for error in errors)
+                    alias, "\n".join(printable(f"  {error.id}: {error.msg}") for error in errors)
                 )
             )
         if options["max_wait"] is not None and not options["burst"]:
@@ -91,7 +92,7 @@ class Command(BaseCommand):
                 "for as long as it takes."
             )
         if problem := metrics_ports_problem(backend.config, options["processes"]):
-            raise CommandError(f"TASKS[{alias!r}] OPTIONS {problem}")
+            raise CommandError(printable(f"TASKS[{alias!r}] OPTIONS {problem}"))
         config = WorkerConfig(
             backend_alias=alias,
             processes=options["processes"],
@@ -107,8 +108,8 @@ class Command(BaseCommand):
         if config.queues and (unserved := sorted(backend.queues - set(config.queues))):
             logging.getLogger(__name__).info(
                 "Serving queue(s) %s; not serving the declared queue(s) %s.",
-                ", ".join(config.queues),
-                ", ".join(unserved),
+                printable(", ".join(config.queues)),
+                printable(", ".join(unserved)),
             )
         exit_code = Supervisor(config).run()
         if exit_code:
@@ -127,7 +128,9 @@ class Command(BaseCommand):
         unknown = sorted(set(queues) - backend.queues) if backend.queues else []
         if unknown:
             raise CommandError(
-                f"--queues: {', '.join(unknown)} not in TASKS[{backend.alias!r}]['QUEUES'] "
-                f"({', '.join(sorted(backend.queues))})."
+                printable(
+                    f"--queues: {', '.join(unknown)} not in TASKS[{backend.alias!r}]['QUEUES'] "
+                    f"({', '.join(sorted(backend.queues))})."
+                )
             )
         return queues
