@@ -26,9 +26,14 @@ from django_leasequeue.control import pausing
 from django_leasequeue.control.statements import lock_unique_keys
 from django_leasequeue.duration_rule import LATEST_MOMENT, end_after
 from django_leasequeue.enqueue_checks import check_arguments, check_importable
-from django_leasequeue.exceptions import InvalidDuration, InvalidTaskArguments, UnstorableValue
+from django_leasequeue.exceptions import (
+    InvalidDuration,
+    InvalidTaskArguments,
+    LimitError,
+    UnstorableValue,
+)
 from django_leasequeue.flow import backpressure
-from django_leasequeue.flow.limits import JobLimits, LimitError, TaskLimits
+from django_leasequeue.flow.limits import JobLimits, TaskLimits
 from django_leasequeue.hooks import Hooks, hook_paths, load_hooks
 from django_leasequeue.ids import uuid7_strs
 from django_leasequeue.metrics import counters as metrics

@@ -10,12 +10,12 @@ from django.core.checks import CheckMessage, Error, Warning
 from django.db import connections
 
 from django_leasequeue.conf import BackendConfig
+from django_leasequeue.exceptions import InvalidSchedule, InvalidScheduledCall
 from django_leasequeue.hooks import hook_problem, opentelemetry_available
 from django_leasequeue.metrics import client as metrics_client
 from django_leasequeue.queue_names import queue_name_problem
-from django_leasequeue.schedules.declaration import InvalidScheduledCall, declaration_of
+from django_leasequeue.schedules.declaration import declaration_of
 from django_leasequeue.schedules.discovery import scheduled_tasks
-from django_leasequeue.schedules.timing import InvalidSchedule
 
 
 def check_backend(alias: str, config: BackendConfig) -> list[CheckMessage]:

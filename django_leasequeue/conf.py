@@ -9,7 +9,8 @@ from typing import Any, Self
 
 from django.core.exceptions import ImproperlyConfigured
 
-from django_leasequeue.flow.limits import LimitError, QueueLimit, parse_queue_limits
+from django_leasequeue.exceptions import LimitError
+from django_leasequeue.flow.limits import QueueLimit, parse_queue_limits
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,4 +1,7 @@
-"""Exceptions the app raises; each names what went wrong and what was (not) written."""
+"""Every exception the package defines, each a ``LeaseQueueError``; each names what went wrong
+and what was (not) written. Django's exceptions stay second bases where a caller expects them
+(``InvalidTaskArguments`` is an ``InvalidTask``), and Python's where the meaning is theirs (a
+bad value is a ``ValueError``)."""
 
 from datetime import timedelta
 
@@ -6,18 +9,23 @@ from django_leasequeue.duration_rule import to_seconds
 from django_leasequeue.tasks_framework import InvalidTask
 
 
-class InvalidTaskArguments(InvalidTask, TypeError):
+class LeaseQueueError(Exception):
+    """The base of every exception django-leasequeue defines: ``except LeaseQueueError`` catches
+    what the package raises or records, and nothing else."""
+
+
+class InvalidTaskArguments(LeaseQueueError, InvalidTask, TypeError):
     """Arguments of an enqueue that cannot be stored as JSON; nothing was written."""
 
 
-class InvalidDuration(InvalidTask, ValueError):
+class InvalidDuration(LeaseQueueError, InvalidTask, ValueError):
     """A duration no job can hold (see ``duration_rule``): not seconds or a timedelta, not
     finite, not positive, or ending past the last moment a job row holds. Raised where the
     duration is given (the task's options, ``.using()``, an enqueue, ``Snooze``); nothing was
     written."""
 
 
-class UnstorableValue(ValueError):
+class UnstorableValue(LeaseQueueError, ValueError):
     """A value a job row cannot hold (see ``jsonargs``): a return value, checkpoint or progress
     report the worker refused before sending it. The attempt fails without retry, and the job's
     errors name ``what`` it was, the ``problem`` and ``where`` in the value it was found."""
@@ -27,41 +35,41 @@ class UnstorableValue(ValueError):
         super().__init__(f"{what}: {problem}{f' at {where}' if where else ''}")
 
 
-class InvalidWorkflow(InvalidTask):
+class InvalidWorkflow(LeaseQueueError, InvalidTask):
     """A workflow that cannot be built or enqueued (a step of another workflow, a duplicate step
     name, a task of another backend, ...); nothing was written."""
 
 
-class UpstreamFailed(Exception):
+class UpstreamFailed(LeaseQueueError):
     """Recorded in a workflow step's errors when it was cancelled without running: an upstream
     step it needed did not succeed ("upstream step fetch failed")."""
 
 
-class LeaseLost(Exception):
+class LeaseLost(LeaseQueueError):
     """The worker no longer holds the job's lease: another claim superseded it or it expired.
 
     Whatever the caller tried to write was not applied.
     """
 
 
-class LeaseExpired(Exception):
+class LeaseExpired(LeaseQueueError):
     """Recorded in a job's errors when its worker stopped renewing the lease (crash, kill -9)."""
 
 
-class JobTimeout(Exception):
+class JobTimeout(LeaseQueueError):
     """Recorded in a job's errors when an attempt ran longer than the task's timeout."""
 
 
-class UndecodableJob(Exception):
+class UndecodableJob(LeaseQueueError):
     """Recorded when a claimed job's stored arguments cannot be read back (malformed, nested too
     deeply, of the wrong type); the job fails without retry and the worker goes on."""
 
 
-class UnknownTask(Exception):
+class UnknownTask(LeaseQueueError):
     """Recorded when a job's task path does not import to a task; the job fails without retry."""
 
 
-class QueueFull(Exception):
+class QueueFull(LeaseQueueError):
     """An enqueue refused by backpressure: the task's, the key's or the queue's ``max_pending``
     unfinished jobs already wait. Nothing of the enqueue was written.
 
@@ -110,17 +118,17 @@ class QueueFull(Exception):
         super().__init__(f"Queue full: {what}; nothing was enqueued.")
 
 
-class JobExpired(Exception):
+class JobExpired(LeaseQueueError):
     """Recorded when a job was not started by its expiry (``expires_after``, counted from its
     first ``run_after``), or its retry or snooze would start after it: the job ends failed
     without running again, and without consuming an attempt."""
 
 
-class TooManySnoozes(Exception):
+class TooManySnoozes(LeaseQueueError):
     """Recorded when a job snoozed more than its task's ``max_snoozes`` times: it ends failed."""
 
 
-class Snooze(Exception):
+class Snooze(LeaseQueueError):
     """Raise from a task to end the attempt and run the job again in ``seconds`` (a number or a
     ``timedelta``): the job goes back to queued, its attempt is not counted, its ``snoozes``
     are. Don't catch it in the task (``except Exception`` would).
@@ -136,3 +144,23 @@ class Snooze(Exception):
                 f"A snooze takes a duration of 0 seconds or more: it {exc}."
             ) from None
         super().__init__(f"Snoozed for {self.seconds:g}s.")
+
+
+class InvalidSchedule(LeaseQueueError, ValueError):
+    """A schedule that cannot tick: bad cron expression, time zone or interval."""
+
+
+class InvalidScheduledCall(InvalidSchedule):
+    """A scheduled task whose function needs arguments a tick cannot give."""
+
+
+class ScheduleChanged(LeaseQueueError):
+    """The schedule kept changing under "run now" (or was retired meanwhile)."""
+
+
+class LimitError(LeaseQueueError, ValueError):
+    """A declared limit that cannot be used; the message says which and why."""
+
+
+class PauseFailed(LeaseQueueError):
+    """A pause that could not take the paused-queue table's lock in time; nothing changed."""

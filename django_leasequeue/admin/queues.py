@@ -19,8 +19,9 @@ from django_leasequeue import protocol
 from django_leasequeue.admin import display as show
 from django_leasequeue.backend import LeaseQueueBackend, lease_queue_backends
 from django_leasequeue.control import statements
-from django_leasequeue.control.pausing import REASON_MAX_LENGTH, PauseFailed
+from django_leasequeue.control.pausing import REASON_MAX_LENGTH
 from django_leasequeue.control.permission import PERMISSION
+from django_leasequeue.exceptions import PauseFailed
 from django_leasequeue.models import PausedQueue
 
 

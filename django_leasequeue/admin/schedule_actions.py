@@ -21,11 +21,11 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
 from django_leasequeue.backend import job_database, lease_queue_backend
+from django_leasequeue.exceptions import InvalidSchedule, ScheduleChanged
 from django_leasequeue.models import Schedule
 from django_leasequeue.schedules.declaration import declaration_of
 from django_leasequeue.schedules.discovery import scheduled_tasks
-from django_leasequeue.schedules.firing import ScheduleChanged, run_now
-from django_leasequeue.schedules.timing import InvalidSchedule
+from django_leasequeue.schedules.firing import run_now
 
 
 @dataclass

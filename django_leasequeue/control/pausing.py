@@ -15,6 +15,7 @@ from django.db import OperationalError, transaction
 
 from django_leasequeue import jsonargs, protocol
 from django_leasequeue.control import statements
+from django_leasequeue.exceptions import PauseFailed
 from django_leasequeue.queue_names import queue_name_problem
 from django_leasequeue.shown import shown
 
@@ -28,10 +29,6 @@ RESUME_WAKEUPS = 1000
 # A pause reason's limit, the same for every way in (the backend, the command, the admin's form
 # and its POST): a line an operator reads in ``leasequeue status`` and the admin, not a report.
 REASON_MAX_LENGTH = 1000
-
-
-class PauseFailed(Exception):
-    """A pause that could not take the paused-queue table's lock in time; nothing changed."""
 
 
 def check_queue_name(backend: "LeaseQueueBackend", name: object) -> str:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Self
 
+from django_leasequeue.exceptions import LimitError
 from django_leasequeue.jsonargs import text_problem
 
 # A limit key is stored in a varchar(255) column, and may not hold NUL.
@@ -18,10 +19,6 @@ KEY_MAX_LENGTH = 255
 _RATE = re.compile(r"^\s*(\d+)\s*/\s*(\d*)\s*(s|sec|second|m|min|minute|h|hour)s?\s*$")
 _PERIOD_SECONDS = {"s": 1, "sec": 1, "second": 1, "m": 60, "min": 60, "minute": 60}
 _PERIOD_SECONDS |= {"h": 3600, "hour": 3600}
-
-
-class LimitError(ValueError):
-    """A declared limit that cannot be used; the message says which and why."""
 
 
 @dataclass(frozen=True, slots=True)

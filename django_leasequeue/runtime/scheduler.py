@@ -15,6 +15,7 @@ from concurrent.futures import Executor
 from datetime import datetime
 
 from django_leasequeue.backend import LeaseQueueBackend
+from django_leasequeue.exceptions import InvalidSchedule
 from django_leasequeue.ids import uuid7_strs
 from django_leasequeue.outage_log import OutageLog
 from django_leasequeue.protocol import database_now
@@ -30,7 +31,6 @@ from django_leasequeue.schedules.statements import (
     fire_schedule,
     sync_schedules,
 )
-from django_leasequeue.schedules.timing import InvalidSchedule
 from django_leasequeue.tasks_framework import InvalidTask
 
 logger = logging.getLogger(__name__)

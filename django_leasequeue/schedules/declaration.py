@@ -5,7 +5,8 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from django_leasequeue.schedules.timing import InvalidSchedule, Timing, timing_of
+from django_leasequeue.exceptions import InvalidSchedule, InvalidScheduledCall
+from django_leasequeue.schedules.timing import Timing, timing_of
 from django_leasequeue.task import LeaseTask
 
 OVERLAP_POLICIES = ("skip", "allow")
@@ -14,10 +15,6 @@ DEFAULT_OVERLAP = "skip"
 DEFAULT_CATCH_UP = 1
 # The one parameter a scheduled task may take: the tick's time.
 SCHEDULED_AT = "scheduled_at"
-
-
-class InvalidScheduledCall(InvalidSchedule):
-    """A scheduled task whose function needs arguments a tick cannot give."""
 
 
 @dataclass(frozen=True, slots=True)

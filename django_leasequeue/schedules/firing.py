@@ -7,6 +7,7 @@ from django.db import transaction
 
 from django_leasequeue import protocol
 from django_leasequeue.backend import LeaseQueueBackend
+from django_leasequeue.exceptions import ScheduleChanged
 from django_leasequeue.ids import uuid7_strs
 from django_leasequeue.protocol import NewJob
 from django_leasequeue.schedules.declaration import Declaration
@@ -62,10 +63,6 @@ def tick_meta(
     )
     [job] = backend.with_meta([job])
     return job.meta_json
-
-
-class ScheduleChanged(Exception):
-    """The schedule kept changing under "run now" (or was retired meanwhile)."""
 
 
 def run_now(backend: LeaseQueueBackend, declaration: Declaration) -> UUID | None:

@@ -16,16 +16,13 @@ from cron_descriptor import get_description
 from cronsim import CronSim, CronSimError
 
 from django_leasequeue.duration_rule import to_seconds
+from django_leasequeue.exceptions import InvalidSchedule
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # The shortest ``every``: the scheduler checks about once a second (so a shorter interval would
 # not tick on time anyway), and each tick is a job row and a transaction of its own
 # (docs/periodic-jobs.md).
 MIN_INTERVAL = timedelta(seconds=1)
-
-
-class InvalidSchedule(ValueError):
-    """A schedule that cannot tick: bad cron expression, time zone or interval."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,8 +23,8 @@ from prometheus_client import REGISTRY
 
 from django_leasequeue import Snooze, protocol
 from django_leasequeue.control import pausing, statements
-from django_leasequeue.control.pausing import PauseFailed
 from django_leasequeue.control.permission import ensure_pause_permission
+from django_leasequeue.exceptions import PauseFailed
 from django_leasequeue.management import status_output, status_report
 from django_leasequeue.metrics.gauges import DatabaseCollector
 from django_leasequeue.models import Job, PausedQueue

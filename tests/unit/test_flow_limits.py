@@ -8,8 +8,9 @@ from django.core.exceptions import ImproperlyConfigured
 
 from django_leasequeue import task
 from django_leasequeue.conf import BackendConfig
+from django_leasequeue.exceptions import LimitError
 from django_leasequeue.flow.admission import admit, round_robin
-from django_leasequeue.flow.limits import LimitError, Rate, TaskLimits
+from django_leasequeue.flow.limits import Rate, TaskLimits
 from django_leasequeue.protocol import FlowCandidate, FlowUsage
 from django_leasequeue.tasks_framework import InvalidTask
 

@@ -13,7 +13,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from django_leasequeue.backend import LeaseQueueBackend, lease_queue_backend
-from django_leasequeue.control.pausing import REASON_MAX_LENGTH, PauseFailed
+from django_leasequeue.control.pausing import REASON_MAX_LENGTH
+from django_leasequeue.exceptions import PauseFailed
 from django_leasequeue.management import status_output, status_report
 from django_leasequeue.management.arguments import non_negative_float, positive_float
 from django_leasequeue.management.terminal import printable
