@@ -4,6 +4,7 @@ Everything a project's code needs is importable from here; the backend itself is
 settings (``TASKS[...]["BACKEND"] = "django_leasequeue.backend.LeaseQueueBackend"``).
 """
 
+from django_leasequeue.choices import CancelOutcome, JobStatus, WorkflowStatus
 from django_leasequeue.exceptions import (
     InvalidDuration,
     InvalidSchedule,
@@ -28,10 +29,8 @@ from django_leasequeue.exceptions import (
 )
 from django_leasequeue.fencing import fenced_atomic
 from django_leasequeue.runtime.context import JobContext
-from django_leasequeue.status import CancelOutcome, JobStatus
 from django_leasequeue.task import LeaseTask, task
 from django_leasequeue.workflows.builder import Step, StepSpec, Workflow, chain, chord, group, step
-from django_leasequeue.workflows.choices import WorkflowStatus
 from django_leasequeue.workflows.handle import WorkflowHandle
 
 __all__ = [

@@ -20,6 +20,7 @@ from django_leasequeue.checks import (
     check_queue_names,
     check_schedules,
 )
+from django_leasequeue.choices import CancelOutcome
 from django_leasequeue.conf import BackendConfig
 from django_leasequeue.control import options as queue_control
 from django_leasequeue.control import pausing
@@ -42,7 +43,6 @@ from django_leasequeue.queue_names import queue_name_problem
 from django_leasequeue.results import build_result, result_from_row
 from django_leasequeue.runtime.task_signals import send_task_signal, wanted
 from django_leasequeue.shown import shown
-from django_leasequeue.status import CancelOutcome
 from django_leasequeue.task import LeaseTask
 from django_leasequeue.tasks_framework import (
     BaseTaskBackend,

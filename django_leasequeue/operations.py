@@ -20,11 +20,11 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
 from django_leasequeue import protocol
+from django_leasequeue.choices import CancelOutcome, JobStatus
 from django_leasequeue.progress.events import (
     publish_statuses_on_commit,
     publish_workflow_on_commit,
 )
-from django_leasequeue.status import CancelOutcome, JobStatus
 from django_leasequeue.wakeups import wakeups_of_backend
 
 # Ids per statement: keeps each statement's array parameter and row locks bounded.

@@ -18,9 +18,9 @@ import psycopg
 from django.db import connections
 
 from django_leasequeue import jsonargs
+from django_leasequeue.choices import CancelOutcome, JobStatus
 from django_leasequeue.flow.limits import JobLimits
 from django_leasequeue.sql import QUERIES, Query
-from django_leasequeue.status import CancelOutcome, JobStatus
 from django_leasequeue.tasks_framework import Task
 
 Row = dict[str, Any]

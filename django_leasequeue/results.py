@@ -10,7 +10,7 @@ from typing import Any
 
 from django.utils.module_loading import import_string
 
-from django_leasequeue.status import JobStatus
+from django_leasequeue.choices import JobStatus
 from django_leasequeue.tasks_framework import Task, TaskError, TaskResult, TaskResultStatus
 
 

@@ -23,8 +23,8 @@ from django.utils.translation import gettext_lazy as _
 from django_leasequeue import operations
 from django_leasequeue.admin import display
 from django_leasequeue.backend import job_database
+from django_leasequeue.choices import JobStatus
 from django_leasequeue.models import Job
-from django_leasequeue.status import JobStatus
 
 if TYPE_CHECKING:
     from django_leasequeue.admin.jobs import JobAdmin

@@ -14,9 +14,8 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext as _
 
+from django_leasequeue.choices import JobStatus, WorkflowStatus
 from django_leasequeue.progress.state import percent
-from django_leasequeue.status import JobStatus
-from django_leasequeue.workflows.choices import WorkflowStatus
 
 EMPTY = "—"
 # Bytes of a stored JSON value the detail page shows before offering it as a download.

@@ -11,7 +11,7 @@ from django.utils.translation import gettext_lazy as _
 
 from django_leasequeue import protocol
 from django_leasequeue.backend import job_database, lease_queue_backends
-from django_leasequeue.status import JobStatus
+from django_leasequeue.choices import JobStatus
 
 # Most task paths the task filter offers.
 TASK_CHOICES_LIMIT = 200

@@ -47,13 +47,12 @@ from django_leasequeue.admin.guarded import GuardedModelAdmin
 from django_leasequeue.admin.pagination import EstimatedCountPaginator
 from django_leasequeue.admin.workers import worker_link
 from django_leasequeue.backend import job_database, lease_queue_backends
+from django_leasequeue.choices import JobStatus, RunIf
 from django_leasequeue.flow import usage as flow_usage
 from django_leasequeue.models import Job
 from django_leasequeue.progress.widget import TEMPLATE as PROGRESS_TEMPLATE
 from django_leasequeue.progress.widget import progress_bar_context
 from django_leasequeue.queue_summary import declared_queues, queue_summary
-from django_leasequeue.status import JobStatus
-from django_leasequeue.workflows.choices import RunIf
 
 # The job's JSON columns that may be large: previews on the detail page, whole as downloads.
 PAYLOAD_FIELDS = ("args", "kwargs", "result", "checkpoint")

@@ -26,9 +26,8 @@ from django.utils.translation import ngettext
 
 from django_leasequeue import operations
 from django_leasequeue.backend import job_database
+from django_leasequeue.choices import JobStatus, WorkflowStatus
 from django_leasequeue.models import WorkflowRun
-from django_leasequeue.status import JobStatus
-from django_leasequeue.workflows.choices import WorkflowStatus
 
 if TYPE_CHECKING:
     from django_leasequeue.admin.workflows import WorkflowRunAdmin

@@ -20,7 +20,7 @@ from django_leasequeue.admin.workflow_layout import (
     Layout,
     PlacedStep,
 )
-from django_leasequeue.status import JobStatus
+from django_leasequeue.choices import JobStatus
 
 # Characters of a step's name shown in its box (the whole name is in its tooltip).
 NAME_CHARS = 22

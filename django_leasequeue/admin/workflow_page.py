@@ -13,9 +13,8 @@ from django.utils.translation import gettext as _
 from django_leasequeue.admin import display as show
 from django_leasequeue.admin.workflow_graph import graph_svg
 from django_leasequeue.admin.workflow_layout import Dependency, GraphStep, layout, natural_key
+from django_leasequeue.choices import JobStatus, RunIf
 from django_leasequeue.models import Job, StepDependency, WorkflowRun
-from django_leasequeue.status import JobStatus
-from django_leasequeue.workflows.choices import RunIf
 
 # Above this many steps a workflow's page counts its steps instead of drawing them.
 GRAPH_STEP_LIMIT = 300

@@ -28,11 +28,10 @@ from django_leasequeue.admin.guarded import GuardedModelAdmin
 from django_leasequeue.admin.pagination import EstimatedCountPaginator
 from django_leasequeue.admin.workflow_page import page_context, step_counts
 from django_leasequeue.backend import job_database
+from django_leasequeue.choices import JobStatus, WorkflowStatus
 from django_leasequeue.models import Job, WorkflowRun
 from django_leasequeue.progress.widget import TEMPLATE as PROGRESS_TEMPLATE
 from django_leasequeue.progress.widget import workflow_bar_context
-from django_leasequeue.status import JobStatus
-from django_leasequeue.workflows.choices import WorkflowStatus
 
 
 @admin.register(WorkflowRun)

@@ -11,9 +11,9 @@ from django.utils import formats, timezone
 from django.utils.translation import gettext as _
 
 from django_leasequeue import protocol
+from django_leasequeue.choices import JobStatus
 from django_leasequeue.flow.admission import Hold, hold, limit_keys
 from django_leasequeue.flow.limits import QueueLimit, Rate
-from django_leasequeue.status import JobStatus
 
 # How many partitions the admin's flow-control table shows.
 BUSIEST = 10

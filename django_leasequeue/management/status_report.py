@@ -20,12 +20,12 @@ from django.utils import timezone
 
 from django_leasequeue import protocol
 from django_leasequeue.backend import LeaseQueueBackend
+from django_leasequeue.choices import WorkflowStatus
 from django_leasequeue.control import statements
 from django_leasequeue.flow import usage as flow_usage
 from django_leasequeue.flow.limits import QueueLimit
 from django_leasequeue.models import WorkflowRun
 from django_leasequeue.queue_summary import queue_summary
-from django_leasequeue.workflows.choices import WorkflowStatus
 
 COUNTS = ("queued", "running", "retrying", "failed")
 # What a worker started with ``--queues '*'`` lists as its queues: the same token.

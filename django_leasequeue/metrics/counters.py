@@ -16,8 +16,8 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+from django_leasequeue.choices import JobStatus
 from django_leasequeue.metrics.client import multiprocess, prometheus_client, require
-from django_leasequeue.status import JobStatus
 
 logger = logging.getLogger(__name__)
 

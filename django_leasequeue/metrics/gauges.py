@@ -18,11 +18,11 @@ from typing import Any
 from django.db.models import Count
 
 from django_leasequeue import protocol
+from django_leasequeue.choices import WorkflowStatus
 from django_leasequeue.control import statements
 from django_leasequeue.metrics.client import require
 from django_leasequeue.models import WorkflowRun
 from django_leasequeue.queue_summary import queue_summary
-from django_leasequeue.workflows.choices import WorkflowStatus
 
 _PER_QUEUE = (
     ("leasequeue_jobs_queued", "Jobs waiting in the queue (due or not).", "queued"),

@@ -38,6 +38,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from redis.exceptions import RedisError
 
+from django_leasequeue.choices import JobStatus
 from django_leasequeue.outage_log import OutageLog
 from django_leasequeue.progress import events, viewers
 from django_leasequeue.progress.access import (
@@ -51,7 +52,6 @@ from django_leasequeue.progress.workflow_state import (
     load_workflow_state,
     missing_workflow_state,
 )
-from django_leasequeue.status import JobStatus
 
 # Close code sent before accepting, i.e. the handshake is refused (HTTP 403 on the wire).
 CLOSE_FORBIDDEN = 4403

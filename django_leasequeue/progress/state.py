@@ -13,7 +13,7 @@ from django.utils.translation import gettext as _
 
 from django_leasequeue import protocol
 from django_leasequeue.backend import job_database
-from django_leasequeue.status import JobStatus
+from django_leasequeue.choices import JobStatus
 
 JobState = dict[str, Any]
 

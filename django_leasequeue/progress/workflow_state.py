@@ -19,8 +19,8 @@ from django.utils.translation import ngettext
 
 from django_leasequeue import protocol
 from django_leasequeue.backend import job_database
+from django_leasequeue.choices import WorkflowStatus
 from django_leasequeue.progress.state import percent
-from django_leasequeue.workflows.choices import WorkflowStatus
 
 WorkflowState = dict[str, Any]
 

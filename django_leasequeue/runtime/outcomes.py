@@ -12,6 +12,7 @@ from functools import partial
 import psycopg
 
 from django_leasequeue import protocol
+from django_leasequeue.choices import JobStatus
 from django_leasequeue.conf import BackendConfig
 from django_leasequeue.control.statements import expire_doomed, snooze
 from django_leasequeue.exceptions import InvalidDuration, TooManySnoozes, UnstorableValue
@@ -26,7 +27,6 @@ from django_leasequeue.runtime.execution import Outcome, error_of
 from django_leasequeue.runtime.handle import JobHandle, StopReason
 from django_leasequeue.runtime.task_signals import TaskSignalDispatcher, wanted
 from django_leasequeue.runtime.workflow_steps import ReleasedStepsWaker
-from django_leasequeue.status import JobStatus
 from django_leasequeue.task import DEFAULT_MAX_SNOOZES
 from django_leasequeue.tasks_framework import (
     Task,

@@ -13,11 +13,11 @@ from typing import Any
 import psycopg
 
 from django_leasequeue import protocol
+from django_leasequeue.choices import Upstream
 from django_leasequeue.protocol import ClaimedJob
 from django_leasequeue.runtime.batching import Batcher
 from django_leasequeue.runtime.database import Database
 from django_leasequeue.wakeups import Wakeups
-from django_leasequeue.workflows.choices import Upstream
 
 logger = logging.getLogger(__name__)
 

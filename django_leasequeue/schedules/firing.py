@@ -9,9 +9,9 @@ from django_leasequeue import protocol
 from django_leasequeue.backend import LeaseQueueBackend
 from django_leasequeue.exceptions import ScheduleChanged
 from django_leasequeue.ids import uuid7_strs
+from django_leasequeue.models import Schedule
 from django_leasequeue.protocol import NewJob
 from django_leasequeue.schedules.declaration import Declaration
-from django_leasequeue.schedules.model import Schedule
 from django_leasequeue.schedules.statements import JobFields, fire_schedule
 
 # "Run now" reads the schedule's version and fires; a worker firing in between makes it read

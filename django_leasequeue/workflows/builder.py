@@ -12,9 +12,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from django_leasequeue.choices import RunIf, Upstream
 from django_leasequeue.exceptions import InvalidWorkflow
 from django_leasequeue.tasks_framework import Task
-from django_leasequeue.workflows.choices import RunIf, Upstream
 
 if TYPE_CHECKING:
     from django_leasequeue.workflows.handle import WorkflowHandle

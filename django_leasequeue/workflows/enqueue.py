@@ -12,11 +12,11 @@ from django.db import transaction
 
 from django_leasequeue import protocol
 from django_leasequeue.backend import LeaseQueueBackend
+from django_leasequeue.choices import JobStatus
 from django_leasequeue.exceptions import InvalidWorkflow
 from django_leasequeue.flow import backpressure
 from django_leasequeue.ids import uuid7_strs
 from django_leasequeue.protocol import NewJob
-from django_leasequeue.status import JobStatus
 from django_leasequeue.tasks_framework import TaskResult
 from django_leasequeue.workflows.handle import WorkflowHandle
 

@@ -9,9 +9,9 @@ from uuid import UUID
 from asgiref.sync import sync_to_async
 
 from django_leasequeue import protocol
+from django_leasequeue.choices import WorkflowStatus
 from django_leasequeue.results import result_from_row
 from django_leasequeue.tasks_framework import TaskResult, task_backends
-from django_leasequeue.workflows.choices import WorkflowStatus
 
 if TYPE_CHECKING:
     from django_leasequeue.backend import LeaseQueueBackend
@@ -65,7 +65,7 @@ class WorkflowHandle:
 
     def refresh(self) -> None:
         """Read the workflow's status and every step's result again."""
-        from django_leasequeue.workflows.model import WorkflowRun
+        from django_leasequeue.models import WorkflowRun
 
         database = self._backend().config.database
         row = WorkflowRun.objects.using(database).get(pk=self.id)

@@ -9,7 +9,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from django_leasequeue import protocol
-from django_leasequeue.models import Job, Worker, WorkerState
+from django_leasequeue.choices import WorkerState
+from django_leasequeue.models import Job, Worker
 from tests.helpers import claim_one
 from tests.tasks import add
 

@@ -5,11 +5,11 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from django_leasequeue.backend import lease_queue_backend
+from django_leasequeue.choices import JobStatus
 from django_leasequeue.management import pruning
 from django_leasequeue.management.arguments import non_negative_float, positive_int
 from django_leasequeue.management.progress_line import ProgressLine
 from django_leasequeue.management.terminal import printable
-from django_leasequeue.status import JobStatus
 from django_leasequeue.tasks_framework import InvalidTaskBackend
 
 

@@ -4,10 +4,7 @@ from django.db import models
 from django.db.models.functions import Now
 from django.utils.translation import gettext_lazy as _
 
-
-class Overlap(models.TextChoices):
-    SKIP = "skip", _("skip while the previous run is unfinished")
-    ALLOW = "allow", _("always enqueue")
+from django_leasequeue.choices import Overlap
 
 
 class Schedule(models.Model):

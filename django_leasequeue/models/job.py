@@ -1,7 +1,6 @@
 """The job table: the single source of truth for every job's state."""
 
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from django.db import models
@@ -9,22 +8,9 @@ from django.db.models import Value
 from django.db.models.functions import Now
 from django.utils.translation import gettext_lazy as _
 
-from django_leasequeue.control.model import PausedQueue
+from django_leasequeue.choices import JobStatus, RunIf, Upstream
 from django_leasequeue.ids import uuid7
-from django_leasequeue.schedules.model import Schedule
-from django_leasequeue.status import JobStatus
-from django_leasequeue.workflows.choices import RunIf, Upstream
-from django_leasequeue.workflows.model import StepDependency, WorkflowRun
-
-__all__ = [
-    "Job",
-    "PausedQueue",
-    "Schedule",
-    "StepDependency",
-    "TolerantJSONField",
-    "Undecodable",
-    "WorkflowRun",
-]
+from django_leasequeue.models.workflow import WorkflowRun
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +26,11 @@ class Undecodable:
 
 class TolerantJSONField(models.JSONField):
     """A JSONField whose undecodable values read as ``Undecodable`` instead of raising."""
+
+    def deconstruct(self) -> Any:
+        """Under the path migrations know it by (``django_leasequeue.models``)."""
+        name, _path, args, kwargs = super().deconstruct()
+        return name, "django_leasequeue.models.TolerantJSONField", args, kwargs
 
     def from_db_value(self, value: Any, expression: Any, connection: Any) -> Any:
         try:
@@ -255,69 +246,3 @@ class Job(models.Model):
 
     def __str__(self) -> str:
         return f"{self.task_path} [{self.status}] {self.id}"
-
-
-class RateBucket(models.Model):
-    """The state of one rate limit (GCRA): the theoretical arrival time of the next start.
-
-    Kept in PostgreSQL, written in the claim's transaction: a start and its token are one commit,
-    so losing or flushing Redis cannot raise the rate.
-    """
-
-    key = models.CharField(max_length=255, primary_key=True)
-    tat = models.DateTimeField()
-
-    class Meta:
-        db_table = "leasequeue_rate_bucket"
-        verbose_name = _("rate bucket")
-        verbose_name_plural = _("rate buckets")
-
-    def __str__(self) -> str:
-        return f"{self.key}: next start at {self.tat:%H:%M:%S.%f}"
-
-
-class WorkerState(models.TextChoices):
-    """A worker process as the registry sees it (``Worker.state``)."""
-
-    ALIVE = "alive", _("Alive")
-    # No heartbeat within the lease, or its supervisor saw it die.
-    DEAD = "dead", _("Dead")
-    # It stopped by itself (shutdown, end of a burst).
-    STOPPED = "stopped", _("Stopped")
-
-
-class Worker(models.Model):
-    """One worker process of ``runworkers``, kept fresh by its heartbeat tick
-    (``runtime/registry.py``); rows of workers gone for ``worker_retention_seconds`` are
-    deleted. Jobs point here through their ``worker_id``."""
-
-    id = models.CharField(primary_key=True, max_length=100)  # the lease holder's worker id
-    host = models.CharField(max_length=255)
-    pid = models.PositiveIntegerField()
-    queues = models.JSONField(null=True, blank=True)  # None: every queue
-    concurrency = models.PositiveIntegerField()
-    # The lease this worker's jobs hold: a heartbeat older than that means it is dead.
-    lease_seconds = models.FloatField()
-    started_at = models.DateTimeField()
-    heartbeat_at = models.DateTimeField()
-    jobs_running = models.PositiveIntegerField(db_default=0)
-    jobs_done = models.PositiveBigIntegerField(db_default=0)
-    stopped_at = models.DateTimeField(null=True, blank=True)
-    # How it ended: "stopped", or what its supervisor saw ("killed by SIGKILL", "exit status 1").
-    exit = models.CharField(max_length=100, blank=True, db_default="")
-
-    class Meta:
-        db_table = "leasequeue_worker"
-        verbose_name = _("worker")
-        verbose_name_plural = _("workers")
-        ordering = ["-started_at"]
-
-    def __str__(self) -> str:
-        return self.id
-
-    def state(self, now: datetime) -> WorkerState:
-        if self.stopped_at is not None:
-            return WorkerState.STOPPED if self.exit == "stopped" else WorkerState.DEAD
-        if (now - self.heartbeat_at).total_seconds() > self.lease_seconds:
-            return WorkerState.DEAD
-        return WorkerState.ALIVE

@@ -11,8 +11,8 @@ from django.db import models
 from django.db.models.functions import Now
 from django.utils.translation import gettext_lazy as _
 
+from django_leasequeue.choices import WorkflowStatus
 from django_leasequeue.ids import uuid7
-from django_leasequeue.workflows.choices import WorkflowStatus
 
 
 class WorkflowRun(models.Model):
