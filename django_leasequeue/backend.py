@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 from uuid import UUID
 
 from asgiref.sync import sync_to_async
-from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db import connections, transaction
 from django.utils import timezone
 
 from django_leasequeue import jsonargs, operations, protocol
@@ -21,7 +21,7 @@ from django_leasequeue.checks import (
     check_schedules,
 )
 from django_leasequeue.choices import CancelOutcome
-from django_leasequeue.conf import BackendConfig
+from django_leasequeue.conf import BackendConfig, lease_queue_backends
 from django_leasequeue.control import options as queue_control
 from django_leasequeue.control import pausing
 from django_leasequeue.control.statements import lock_unique_keys
@@ -41,18 +41,16 @@ from django_leasequeue.metrics import counters as metrics
 from django_leasequeue.protocol import NewJob, TaskKey
 from django_leasequeue.queue_names import queue_name_problem
 from django_leasequeue.results import build_result, result_from_row
-from django_leasequeue.runtime.task_signals import send_task_signal, wanted
 from django_leasequeue.shown import shown
 from django_leasequeue.task import LeaseTask
+from django_leasequeue.task_signals import send_task_signal, wanted
 from django_leasequeue.tasks_framework import (
     BaseTaskBackend,
     InvalidTask,
-    InvalidTaskBackend,
     Task,
     TaskResult,
     TaskResultDoesNotExist,
     TaskResultStatus,
-    task_backends,
     task_enqueued,
 )
 from django_leasequeue.wakeups import Wakeups
@@ -514,28 +512,6 @@ def _check_ends(task: Task, defaults: _TaskDefaults) -> None:
             end_after(start, seconds)
         except ValueError as exc:
             raise InvalidDuration(f"Cannot enqueue {task.module_path}: {name} {exc}.") from None
-
-
-def lease_queue_backend(alias: str) -> LeaseQueueBackend:
-    """``TASKS[alias]``; raises InvalidTaskBackend naming the problem when it is not ours."""
-    backend = task_backends[alias]  # raises InvalidTaskBackend for an unknown alias
-    if not isinstance(backend, LeaseQueueBackend):
-        raise InvalidTaskBackend(
-            f"TASKS[{alias!r}] is {type(backend).__name__}, not LeaseQueueBackend."
-        )
-    return backend
-
-
-def lease_queue_backends() -> list[LeaseQueueBackend]:
-    """Every backend in ``TASKS`` that is a LeaseQueueBackend (instantiating them)."""
-    return [backend for backend in task_backends.all() if isinstance(backend, LeaseQueueBackend)]
-
-
-def job_database() -> str:
-    """The ``DATABASES`` alias of the job table: the ``database`` option of the configured
-    lease-queue backends (check ``leasequeue.E005`` makes sure they agree)."""
-    databases = {backend.config.database for backend in lease_queue_backends()}
-    return databases.pop() if len(databases) == 1 else DEFAULT_DB_ALIAS
 
 
 def sessions_outlive_requests(settings_dict: Mapping[str, Any]) -> bool:

@@ -5,12 +5,17 @@
 
 from collections.abc import Collection
 from dataclasses import dataclass, field, fields
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from django.core.exceptions import ImproperlyConfigured
+from django.db import DEFAULT_DB_ALIAS
 
 from django_leasequeue.exceptions import LimitError
 from django_leasequeue.flow.limits import QueueLimit, parse_queue_limits
+from django_leasequeue.tasks_framework import InvalidTaskBackend, task_backends
+
+if TYPE_CHECKING:
+    from django_leasequeue.backend import LeaseQueueBackend
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -132,3 +137,34 @@ def _value_problem(name: str, value: Any, default: Any) -> str | None:
             is_number = False
         return None if is_number and value > 0 else f"a positive {type(default).__name__}"
     return None if isinstance(value, str) and value else "a non-empty string"
+
+
+# Where the lease-queue backends are. A backend of ours is told apart by its BackendConfig, so
+# that the modules below the backend (progress, metrics, the admin's helpers) can find the job
+# table without importing the backend's module.
+
+
+def lease_queue_backend(alias: str) -> "LeaseQueueBackend":
+    """``TASKS[alias]``; raises InvalidTaskBackend naming the problem when it is not ours."""
+    backend = task_backends[alias]  # raises InvalidTaskBackend for an unknown alias
+    if not isinstance(getattr(backend, "config", None), BackendConfig):
+        raise InvalidTaskBackend(
+            f"TASKS[{alias!r}] is {type(backend).__name__}, not LeaseQueueBackend."
+        )
+    return backend  # type: ignore[return-value]  # a backend with our config is ours
+
+
+def lease_queue_backends() -> list["LeaseQueueBackend"]:
+    """Every backend in ``TASKS`` that is a LeaseQueueBackend (instantiating them)."""
+    return [
+        backend  # type: ignore[misc]  # as above
+        for backend in task_backends.all()
+        if isinstance(getattr(backend, "config", None), BackendConfig)
+    ]
+
+
+def job_database() -> str:
+    """The ``DATABASES`` alias of the job table: the ``database`` option of the configured
+    lease-queue backends (check ``leasequeue.E005`` makes sure they agree)."""
+    databases = {backend.config.database for backend in lease_queue_backends()}
+    return databases.pop() if len(databases) == 1 else DEFAULT_DB_ALIAS

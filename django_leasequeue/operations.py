@@ -21,7 +21,7 @@ from django.utils.translation import gettext_lazy, ngettext
 
 from django_leasequeue import protocol
 from django_leasequeue.choices import CancelOutcome, JobStatus
-from django_leasequeue.progress.events import (
+from django_leasequeue.progress_events import (
     publish_statuses_on_commit,
     publish_workflow_on_commit,
 )

@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from django_leasequeue.management.durations import duration
+from django_leasequeue.human_duration import duration
 
 # Seconds from an outage's first failure to each summary; hourly after the last.
 SUMMARY_AFTER = (60.0, 300.0, 900.0, 3600.0)

@@ -7,7 +7,7 @@ that an alert on ``leasequeue_jobs_queued{queue="emails"}`` has a series to read
 from collections.abc import Iterable
 
 from django_leasequeue import protocol
-from django_leasequeue.backend import lease_queue_backends
+from django_leasequeue.conf import lease_queue_backends
 
 
 def declared_queues() -> set[str]:

@@ -18,7 +18,7 @@ application = ProtocolTypeRouter({
 from django.urls import path
 
 from django_leasequeue.progress.consumers import JobProgressConsumer, WorkflowProgressConsumer
-from django_leasequeue.progress.events import WEBSOCKET_PATH, WORKFLOW_WEBSOCKET_PATH
+from django_leasequeue.progress_events import WEBSOCKET_PATH, WORKFLOW_WEBSOCKET_PATH
 
 websocket_urlpatterns = [
     path(f"{WEBSOCKET_PATH.lstrip('/')}<uuid:job_id>/", JobProgressConsumer.as_asgi()),

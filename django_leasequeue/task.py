@@ -5,7 +5,6 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any, Literal, overload
 
-from django_leasequeue.schedules.discovery import register
 from django_leasequeue.tasks_framework import (
     DEFAULT_TASK_BACKEND_ALIAS,
     DEFAULT_TASK_PRIORITY,
@@ -13,6 +12,11 @@ from django_leasequeue.tasks_framework import (
     Task,
 )
 from django_leasequeue.tasks_framework import task as django_task
+
+# The scheduled tasks of this process, by path: registered by ``@task(cron=...)`` /
+# ``@task(every=...)`` (and by a task giving a schedule's option without either, so that the checks
+# can refuse it); ``schedules.discovery`` imports the apps' tasks modules, then reads them here.
+_SCHEDULED: dict[str, "LeaseTask"] = {}
 
 UniqueKey = str | Callable[..., str] | None
 # A duration: seconds, or a timedelta.
@@ -260,7 +264,14 @@ def task(
     def declare_and_register(func: Callable[..., Any]) -> LeaseTask:
         declared = declare(func)
         if declared.is_scheduled or declared.schedule_options:
-            register(declared)  # checked as a schedule, even one missing its cron/every
+            # Checked as a schedule, even one missing its cron/every; a module imported again
+            # replaces its entry.
+            _SCHEDULED[declared.module_path] = declared
         return declared
 
     return declare_and_register(function) if function is not None else declare_and_register
+
+
+def declared_schedules() -> dict[str, LeaseTask]:
+    """The scheduled tasks registered so far in this process, by path."""
+    return _SCHEDULED

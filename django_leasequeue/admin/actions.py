@@ -22,8 +22,8 @@ from django.utils.translation import gettext_lazy as _
 
 from django_leasequeue import operations
 from django_leasequeue.admin import display
-from django_leasequeue.backend import job_database
 from django_leasequeue.choices import JobStatus
+from django_leasequeue.conf import job_database
 from django_leasequeue.models import Job
 
 if TYPE_CHECKING:

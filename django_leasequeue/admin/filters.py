@@ -10,8 +10,8 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from django_leasequeue import protocol
-from django_leasequeue.backend import job_database, lease_queue_backends
 from django_leasequeue.choices import JobStatus
+from django_leasequeue.conf import job_database, lease_queue_backends
 
 # Most task paths the task filter offers.
 TASK_CHOICES_LIMIT = 200

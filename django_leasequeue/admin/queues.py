@@ -17,7 +17,8 @@ from django.utils.translation import gettext as _
 
 from django_leasequeue import protocol
 from django_leasequeue.admin import display as show
-from django_leasequeue.backend import LeaseQueueBackend, lease_queue_backends
+from django_leasequeue.backend import LeaseQueueBackend
+from django_leasequeue.conf import lease_queue_backends
 from django_leasequeue.control import statements
 from django_leasequeue.control.pausing import REASON_MAX_LENGTH
 from django_leasequeue.control.permission import PERMISSION

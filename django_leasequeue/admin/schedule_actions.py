@@ -20,7 +20,7 @@ from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from django_leasequeue.backend import job_database, lease_queue_backend
+from django_leasequeue.conf import job_database, lease_queue_backend
 from django_leasequeue.exceptions import InvalidSchedule, ScheduleChanged
 from django_leasequeue.models import Schedule
 from django_leasequeue.schedules.declaration import declaration_of

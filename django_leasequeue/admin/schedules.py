@@ -24,7 +24,7 @@ from django.utils.translation import ngettext
 from django_leasequeue.admin import display as show
 from django_leasequeue.admin import schedule_actions
 from django_leasequeue.admin.guarded import GuardedModelAdmin
-from django_leasequeue.backend import job_database
+from django_leasequeue.conf import job_database
 from django_leasequeue.exceptions import InvalidSchedule
 from django_leasequeue.models import Job, Schedule
 from django_leasequeue.schedules.timing import timing_of

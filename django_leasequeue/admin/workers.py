@@ -18,8 +18,8 @@ from django.utils.translation import gettext_lazy as _
 
 from django_leasequeue.admin import display as show
 from django_leasequeue.admin.guarded import GuardedModelAdmin
-from django_leasequeue.backend import job_database
 from django_leasequeue.choices import WorkerState
+from django_leasequeue.conf import job_database
 from django_leasequeue.models import Worker
 
 _STATE_SYMBOLS = {WorkerState.ALIVE: "▶", WorkerState.DEAD: "✖", WorkerState.STOPPED: "■"}

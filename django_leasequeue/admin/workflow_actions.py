@@ -25,8 +25,8 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
 from django_leasequeue import operations
-from django_leasequeue.backend import job_database
 from django_leasequeue.choices import JobStatus, WorkflowStatus
+from django_leasequeue.conf import job_database
 from django_leasequeue.models import WorkflowRun
 
 if TYPE_CHECKING:

@@ -27,8 +27,8 @@ from django_leasequeue.admin import workflow_actions as actions
 from django_leasequeue.admin.guarded import GuardedModelAdmin
 from django_leasequeue.admin.pagination import EstimatedCountPaginator
 from django_leasequeue.admin.workflow_page import page_context, step_counts
-from django_leasequeue.backend import job_database
 from django_leasequeue.choices import JobStatus, WorkflowStatus
+from django_leasequeue.conf import job_database
 from django_leasequeue.models import Job, WorkflowRun
 from django_leasequeue.progress.widget import TEMPLATE as PROGRESS_TEMPLATE
 from django_leasequeue.progress.widget import workflow_bar_context

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from django_leasequeue import protocol
-from django_leasequeue.management.durations import duration
+from django_leasequeue.human_duration import duration
 
 
 @dataclass(frozen=True, slots=True)

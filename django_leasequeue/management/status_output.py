@@ -7,7 +7,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from django_leasequeue.management.durations import duration
+from django_leasequeue.human_duration import duration
 from django_leasequeue.management.status_report import COUNTS, Cap, StatusReport
 from django_leasequeue.management.terminal import printable
 

@@ -38,9 +38,10 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from redis.exceptions import RedisError
 
+from django_leasequeue import progress_events as events
 from django_leasequeue.choices import JobStatus
 from django_leasequeue.outage_log import OutageLog
-from django_leasequeue.progress import events, viewers
+from django_leasequeue.progress import viewers
 from django_leasequeue.progress.access import (
     Kind,
     can_view_job,

@@ -12,8 +12,8 @@ from uuid import UUID
 from django.utils.translation import gettext as _
 
 from django_leasequeue import protocol
-from django_leasequeue.backend import job_database
 from django_leasequeue.choices import JobStatus
+from django_leasequeue.conf import job_database
 
 JobState = dict[str, Any]
 

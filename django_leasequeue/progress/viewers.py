@@ -21,7 +21,7 @@ from uuid import UUID
 
 from redis.exceptions import RedisError
 
-from django_leasequeue.backend import lease_queue_backends
+from django_leasequeue.conf import lease_queue_backends
 from django_leasequeue.wakeups import Wakeups
 
 # How long a websocket counts after it joined or last said it is still there.

@@ -19,13 +19,13 @@ from django.utils.translation import gettext as _
 from django_leasequeue.choices import JobStatus, WorkflowStatus
 from django_leasequeue.models import Job, WorkflowRun
 from django_leasequeue.progress.access import job_token, workflow_token
-from django_leasequeue.progress.events import (
+from django_leasequeue.progress.state import job_state, load_job_state, missing_job_state
+from django_leasequeue.progress.workflow_state import load_workflow_state, missing_workflow_state
+from django_leasequeue.progress_events import (
     WEBSOCKET_PATH,
     WORKFLOW_WEBSOCKET_PATH,
     websockets_enabled,
 )
-from django_leasequeue.progress.state import job_state, load_job_state, missing_job_state
-from django_leasequeue.progress.workflow_state import load_workflow_state, missing_workflow_state
 from django_leasequeue.tasks_framework import TaskResult
 from django_leasequeue.workflows.handle import WorkflowHandle
 

@@ -18,8 +18,8 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
 from django_leasequeue import protocol
-from django_leasequeue.backend import job_database
 from django_leasequeue.choices import WorkflowStatus
+from django_leasequeue.conf import job_database
 from django_leasequeue.progress.state import percent
 
 WorkflowState = dict[str, Any]

@@ -14,7 +14,7 @@ from django_leasequeue import jsonargs, protocol
 from django_leasequeue.choices import JobStatus
 from django_leasequeue.exceptions import LeaseLost, UnstorableValue
 from django_leasequeue.metrics import counters as metrics
-from django_leasequeue.progress.events import apublish_workflow
+from django_leasequeue.progress_events import apublish_workflow
 from django_leasequeue.protocol import ClaimedJob
 from django_leasequeue.runtime.database import Database
 

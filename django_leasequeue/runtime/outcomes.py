@@ -25,9 +25,10 @@ from django_leasequeue.runtime.completions import CompletionBatcher
 from django_leasequeue.runtime.database import Database
 from django_leasequeue.runtime.execution import Outcome, error_of
 from django_leasequeue.runtime.handle import JobHandle, StopReason
-from django_leasequeue.runtime.task_signals import TaskSignalDispatcher, wanted
+from django_leasequeue.runtime.signal_dispatch import TaskSignalDispatcher
 from django_leasequeue.runtime.workflow_steps import ReleasedStepsWaker
 from django_leasequeue.task import DEFAULT_MAX_SNOOZES
+from django_leasequeue.task_signals import wanted
 from django_leasequeue.tasks_framework import (
     Task,
     TaskResult,

@@ -77,7 +77,7 @@ async def _run(
     config: WorkerConfig, worker_id: str | None, reporter: StartupReporter, slot: int
 ) -> int:
     # Imported here for a spawned child (see preload).
-    from django_leasequeue.backend import lease_queue_backend
+    from django_leasequeue.conf import lease_queue_backend
     from django_leasequeue.metrics import counters
     from django_leasequeue.runtime.worker import WorkerLoop
 

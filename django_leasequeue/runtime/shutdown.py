@@ -16,7 +16,7 @@ import time
 from collections.abc import Coroutine
 from typing import Any
 
-from django_leasequeue.management.durations import duration
+from django_leasequeue.human_duration import duration
 from django_leasequeue.runtime.batching import Batcher
 
 logger = logging.getLogger(__name__)

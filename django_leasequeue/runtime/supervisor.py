@@ -10,7 +10,7 @@ from multiprocessing.connection import wait
 from multiprocessing.process import BaseProcess
 
 from django_leasequeue import protocol
-from django_leasequeue.backend import lease_queue_backend
+from django_leasequeue.conf import lease_queue_backend
 from django_leasequeue.metrics import counters as metrics
 from django_leasequeue.runtime.config import WorkerConfig
 from django_leasequeue.runtime.process import STOP_NOW, preload, worker_main

@@ -10,9 +10,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 from django_leasequeue.backend import LeaseQueueBackend
 from django_leasequeue.hooks import FinishOutcome, run_after_finish
-from django_leasequeue.management.durations import duration
+from django_leasequeue.human_duration import duration
 from django_leasequeue.metrics import counters as metrics
-from django_leasequeue.progress.events import apublish
+from django_leasequeue.progress_events import apublish
 from django_leasequeue.protocol import ClaimedJob
 from django_leasequeue.runtime.batching import Batcher
 from django_leasequeue.runtime.claimer import Claimer
@@ -36,7 +36,7 @@ from django_leasequeue.runtime.shutdown import (
     stop_services,
     unless_stopped,
 )
-from django_leasequeue.runtime.task_signals import TaskSignalDispatcher
+from django_leasequeue.runtime.signal_dispatch import TaskSignalDispatcher
 from django_leasequeue.runtime.threads import JobThreads
 from django_leasequeue.runtime.watch import ViewerWatch
 from django_leasequeue.runtime.worker_id import new_worker_id

@@ -3,27 +3,17 @@
 checks can refuse it), found by importing every installed app's ``tasks`` module (as the admin
 finds ``admin``)."""
 
-from typing import TYPE_CHECKING
-
 from django.utils.module_loading import autodiscover_modules
 
-if TYPE_CHECKING:
-    from django_leasequeue.task import LeaseTask
-
-_SCHEDULED: dict[str, "LeaseTask"] = {}
+from django_leasequeue.task import LeaseTask, declared_schedules
 
 
-def register(task: "LeaseTask") -> None:
-    """Remember a scheduled task by its path (a module imported again replaces its entry)."""
-    _SCHEDULED[task.module_path] = task
-
-
-def scheduled_tasks(backend_alias: str | None = None) -> list["LeaseTask"]:
+def scheduled_tasks(backend_alias: str | None = None) -> list[LeaseTask]:
     """Import every installed app's ``tasks`` module, then list the scheduled tasks (of one
     backend, when given) by path."""
     autodiscover_modules("tasks")
     return [
         task
-        for path, task in sorted(_SCHEDULED.items())
+        for path, task in sorted(declared_schedules().items())
         if backend_alias is None or task.backend == backend_alias
     ]

@@ -12,9 +12,9 @@ from channels.security.websocket import AllowedHostsOriginValidator
 from channels.testing import WebsocketCommunicator
 from django.urls import path
 
+from django_leasequeue import progress_events as events
 from django_leasequeue import protocol
 from django_leasequeue.ids import uuid7
-from django_leasequeue.progress import events
 from django_leasequeue.progress.access import job_token
 from django_leasequeue.progress.consumers import (
     CLOSE_FORBIDDEN,
@@ -267,7 +267,7 @@ async def test_events_published_by_another_process_reach_the_websocket(running_j
     assert (await socket.connect())[0]
     await socket.receive_json_from(timeout=3)
     script = (
-        "import django; django.setup(); from django_leasequeue.progress import events; "
+        "import django; django.setup(); from django_leasequeue import progress_events as events; "
         f"events.publish('{running_job.id}', "
         "{'kind': 'progress', 'current': 5, 'total': 8, 'message': 'from afar'})"
     )

@@ -12,8 +12,8 @@ from channels.layers import get_channel_layer
 from django.test import override_settings
 
 from devtools.services import free_port
+from django_leasequeue import progress_events as events
 from django_leasequeue.ids import uuid7
-from django_leasequeue.progress import events
 
 EVENT = {"kind": "progress", "current": 1.0, "total": 4.0, "message": "a quarter"}
 
@@ -94,7 +94,7 @@ async def test_unreachable_channel_layer_is_logged_and_then_skipped_for_a_while(
         await events.apublish(uuid7(), EVENT)
         await events.apublish(uuid7(), EVENT)
         elapsed = time.monotonic() - started
-    warnings = [r for r in caplog.records if r.name == "django_leasequeue.progress.events"]
+    warnings = [r for r in caplog.records if r.name == "django_leasequeue.progress_events"]
     assert len(warnings) == 1, "the second publish should skip the layer that just failed"
     assert "Could not publish progress event" in warnings[0].getMessage()
     assert elapsed < 3
@@ -109,7 +109,7 @@ def test_the_app_imports_and_renders_without_channels_installed():
         django.setup()
         from django.template import Context, Template
         from django_leasequeue import progress, urls
-        from django_leasequeue.progress import events, views, widget
+        from django_leasequeue import progress_events as events, views, widget
         from django_leasequeue.ids import uuid7
         from django_leasequeue.models import Job
 

@@ -19,8 +19,8 @@ from django.test import Client
 from django.urls import path, reverse
 
 from django_leasequeue import Workflow, protocol
+from django_leasequeue import progress_events as events
 from django_leasequeue.operations import cancel_workflow
-from django_leasequeue.progress import events
 from django_leasequeue.progress.access import job_token, token_allows, workflow_token
 from django_leasequeue.progress.consumers import (
     CLOSE_FORBIDDEN,

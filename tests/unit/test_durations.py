@@ -2,7 +2,7 @@
 
 import pytest
 
-from django_leasequeue.management.durations import duration
+from django_leasequeue.human_duration import duration
 
 
 @pytest.mark.parametrize(

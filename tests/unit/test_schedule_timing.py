@@ -245,14 +245,14 @@ def test_scheduled_options_are_checked():
 def test_catching_up_several_ticks_that_skip_each_other_is_a_warning(settings):
     from django_leasequeue import task
     from django_leasequeue.checks import check_schedules
-    from django_leasequeue.schedules import discovery
+    from django_leasequeue.task import declared_schedules
 
-    before = dict(discovery._SCHEDULED)
+    before = dict(declared_schedules())
     try:
         task(every=timedelta(minutes=1), catch_up=3)(nothing)
         task(every=timedelta(minutes=1), catch_up=3, overlap="allow")(at)
         messages = [m for m in check_schedules("default") if m.obj.startswith(__name__)]
     finally:
-        discovery._SCHEDULED.clear()
-        discovery._SCHEDULED.update(before)
+        declared_schedules().clear()
+        declared_schedules().update(before)
     assert [(m.id, m.obj) for m in messages] == [("leasequeue.W020", f"{__name__}.nothing")]

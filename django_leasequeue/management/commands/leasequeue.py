@@ -12,7 +12,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from django_leasequeue.backend import LeaseQueueBackend, lease_queue_backend
+from django_leasequeue.backend import LeaseQueueBackend
+from django_leasequeue.conf import lease_queue_backend
 from django_leasequeue.control.pausing import REASON_MAX_LENGTH
 from django_leasequeue.exceptions import PauseFailed
 from django_leasequeue.management import status_output, status_report

@@ -4,8 +4,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from django_leasequeue.backend import lease_queue_backend
 from django_leasequeue.choices import JobStatus
+from django_leasequeue.conf import lease_queue_backend
 from django_leasequeue.management import pruning
 from django_leasequeue.management.arguments import non_negative_float, positive_int
 from django_leasequeue.management.progress_line import ProgressLine

@@ -5,8 +5,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from django_leasequeue.backend import LeaseQueueBackend, lease_queue_backend
+from django_leasequeue.backend import LeaseQueueBackend
 from django_leasequeue.checks import metrics_ports_problem
+from django_leasequeue.conf import lease_queue_backend
 from django_leasequeue.management.arguments import (
     non_negative_float,
     positive_float,
