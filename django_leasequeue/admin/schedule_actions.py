@@ -101,7 +101,7 @@ def run_selected_now(queryset: QuerySet, job_url: Callable[[UUID], str]) -> Sche
             continue
         try:
             with transaction.atomic(using=job_database()):
-                job_id = run_now(lease_queue_backend(task.backend), declaration_of(task))
+                job_id = run_now(lease_queue_backend(task.backend).enqueuer, declaration_of(task))
         except InvalidSchedule as exc:
             report.skipped[str(exc)].append(schedule.task_path)
             continue

@@ -101,7 +101,7 @@ class Scheduler:
         for task in scheduled_tasks(self.backend.alias):
             try:
                 declaration = declaration_of(task)
-                self.fields[task.module_path] = job_fields(self.backend, declaration)
+                self.fields[task.module_path] = job_fields(self.backend.enqueuer, declaration)
             except (InvalidSchedule, InvalidTask) as exc:
                 logger.error("Schedule %s is invalid and does not run: %s", task.module_path, exc)
                 continue
@@ -147,7 +147,7 @@ class Scheduler:
                 meta = "{}"
                 if plan.fire and self.backend.hooks.before_enqueue:  # they may block: a thread
                     meta = await asyncio.to_thread(
-                        tick_meta, self.backend, declaration, fields, job_id
+                        tick_meta, self.backend.enqueuer, declaration, fields, job_id
                     )
                 fired = await self.db.run(
                     fire_schedule(

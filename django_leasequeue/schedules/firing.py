@@ -6,7 +6,7 @@ from uuid import UUID
 from django.db import transaction
 
 from django_leasequeue import protocol
-from django_leasequeue.backend import LeaseQueueBackend
+from django_leasequeue.enqueue.service import Enqueuer
 from django_leasequeue.exceptions import ScheduleChanged
 from django_leasequeue.ids import uuid7_strs
 from django_leasequeue.models import Schedule
@@ -19,14 +19,14 @@ from django_leasequeue.schedules.statements import JobFields, fire_schedule
 _RUN_NOW_ATTEMPTS = 5
 
 
-def job_fields(backend: LeaseQueueBackend, declaration: Declaration) -> JobFields:
+def job_fields(enqueuer: Enqueuer, declaration: Declaration) -> JobFields:
     task = declaration.task
-    defaults = backend.task_defaults(task)
-    queue_limit = backend.config.queue_limits.get(task.queue_name)
+    defaults = enqueuer.task_defaults(task)
+    queue_limit = enqueuer.config.queue_limits.get(task.queue_name)
     return JobFields(
         queue_name=task.queue_name,
         priority=task.priority,
-        backend=backend.alias,
+        backend=enqueuer.alias,
         max_attempts=defaults.max_attempts,
         timeout_seconds=defaults.timeout_seconds,
         backoff_seconds=defaults.backoff_seconds,
@@ -38,9 +38,7 @@ def job_fields(backend: LeaseQueueBackend, declaration: Declaration) -> JobField
     )
 
 
-def tick_meta(
-    backend: LeaseQueueBackend, declaration: Declaration, fields: JobFields, job_id: str
-) -> str:
+def tick_meta(enqueuer: Enqueuer, declaration: Declaration, fields: JobFields, job_id: str) -> str:
     """The meta (JSON) of a tick's job: what the backend's ``before_enqueue`` hooks add for it
     (the schedule's trace context with OpenTelemetry). The hooks see the job as a plain
     enqueue's, with no arguments. Only called when some hook has ``before_enqueue``."""
@@ -61,16 +59,16 @@ def tick_meta(
         None,
         {},
     )
-    [job] = backend.with_meta([job])
+    [job] = enqueuer.with_meta([job])
     return job.meta_json
 
 
-def run_now(backend: LeaseQueueBackend, declaration: Declaration) -> UUID | None:
+def run_now(enqueuer: Enqueuer, declaration: Declaration) -> UUID | None:
     """Enqueue one job of the schedule now, subject to its overlap policy: returns the job's id,
     or None when the previous run is unfinished and the policy is "skip". Does not move the
     schedule's ticks. Workers are woken when the caller's transaction commits."""
-    fields = job_fields(backend, declaration)
-    database = backend.config.database
+    fields = job_fields(enqueuer, declaration)
+    database = enqueuer.config.database
     for _ in range(_RUN_NOW_ATTEMPTS):
         version = (
             Schedule.objects.using(database)
@@ -82,8 +80,8 @@ def run_now(backend: LeaseQueueBackend, declaration: Declaration) -> UUID | None
             break
         [job_id] = uuid7_strs(1)
         meta = "{}"
-        if backend.hooks.before_enqueue:
-            meta = tick_meta(backend, declaration, fields, job_id)
+        if enqueuer.hooks.before_enqueue:
+            meta = tick_meta(enqueuer, declaration, fields, job_id)
         fired = protocol.execute(
             fire_schedule(
                 declaration, fields, job_id=job_id, version=version, tick=None, meta=meta
@@ -93,8 +91,10 @@ def run_now(backend: LeaseQueueBackend, declaration: Declaration) -> UUID | None
         if fired is None:
             continue
         if fired.job_id is not None:
-            pair = [(fields.queue_name, str(fired.job_id))]
-            transaction.on_commit(partial(backend.wakeups.push, pair), using=database)
+            due = [(fields.queue_name, str(fired.job_id))]
+            transaction.on_commit(
+                partial(enqueuer.after_commit, [declaration.task], due, list), using=database
+            )
         return fired.job_id
     raise ScheduleChanged(
         f"Schedule {declaration.task_path} changed while running it now (retired, or fired "

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 from django.db import transaction
 
 from django_leasequeue import protocol
-from django_leasequeue.backend import LeaseQueueBackend
 from django_leasequeue.choices import JobStatus
+from django_leasequeue.enqueue.service import Enqueuer
 from django_leasequeue.exceptions import InvalidWorkflow
 from django_leasequeue.flow import backpressure
 from django_leasequeue.ids import uuid7_strs
@@ -28,12 +28,12 @@ def enqueue_workflow(workflow: "Workflow") -> WorkflowHandle:
     if not workflow.steps:
         raise InvalidWorkflow("This workflow has no steps: add some before enqueueing it.")
     definitions = [*workflow.steps, *workflow.callbacks]
-    backend = _backend(definitions)
+    enqueuer = _enqueuer(definitions)
     parents = _parents(workflow)
     has_dependents = {parent for step_parents in parents for parent in step_parents}
     resolved: dict = {}
     new_jobs = [
-        backend.new_job(
+        enqueuer.new_job(
             job_id,
             definition.task,
             definition.args,
@@ -50,15 +50,15 @@ def enqueue_workflow(workflow: "Workflow") -> WorkflowHandle:
                 "step is unique within its workflow)."
             )
     workflow_id = uuid7_strs(1)[0]
-    database = backend.config.database
+    database = enqueuer.config.database
     with transaction.atomic(using=database):
         # Each step, like any job, gets its hooks (a step carries its enqueuer's trace context).
-        if backend.hooks.before_enqueue or any(job.meta for job in new_jobs):
-            new_jobs = backend.with_meta(new_jobs)
-        if backpressure.capped(new_jobs, backend.config.queue_limits):
-            backend.refuse_past_caps(new_jobs, resolved)
+        if enqueuer.hooks.before_enqueue or any(job.meta for job in new_jobs):
+            new_jobs = enqueuer.with_meta(new_jobs)
+        if backpressure.capped(new_jobs, enqueuer.config.queue_limits):
+            enqueuer.refuse_past_caps(new_jobs, resolved)
         created_at = protocol.execute(
-            protocol.insert_workflow(workflow_id, workflow.name, backend.alias, len(new_jobs)),
+            protocol.insert_workflow(workflow_id, workflow.name, enqueuer.alias, len(new_jobs)),
             database,
         )["created_at"]
         now = protocol.execute(protocol.database_now(), database)
@@ -88,15 +88,15 @@ def enqueue_workflow(workflow: "Workflow") -> WorkflowHandle:
         ]
         steps = EnqueuedSteps(
             {definition.name: job for definition, job in zip(definitions, new_jobs, strict=True)},
-            partial(backend.ready_result, enqueued_at=now),
+            partial(enqueuer.ready_result, enqueued_at=now),
         )
         transaction.on_commit(
-            partial(backend.committed, [job.task for job in new_jobs], due, steps.values),
+            partial(enqueuer.after_commit, [job.task for job in new_jobs], due, steps.values),
             using=database,
         )
     return WorkflowHandle(
         workflow_id,
-        backend_alias=backend.alias,
+        backend_alias=enqueuer.alias,
         name=workflow.name,
         status_value="running",
         created_at=created_at,
@@ -131,19 +131,21 @@ class EnqueuedSteps(Mapping[str, TaskResult]):
         return repr(dict(self))
 
 
-def _backend(definitions: "list[StepDefinition]") -> LeaseQueueBackend:
+def _enqueuer(definitions: "list[StepDefinition]") -> Enqueuer:
+    """The enqueue path of the steps' backend (one for every step, and ours)."""
     aliases = {definition.task.backend for definition in definitions}
     if len(aliases) > 1:
         raise InvalidWorkflow(
             f"A workflow's steps run on one backend; these use {', '.join(sorted(aliases))}."
         )
     backend = definitions[0].task.get_backend()
-    if not isinstance(backend, LeaseQueueBackend):
+    enqueuer = getattr(backend, "enqueuer", None)
+    if not isinstance(enqueuer, Enqueuer):
         raise InvalidWorkflow(
             f"Workflows run on django_leasequeue's backend; {aliases.pop()!r} is "
             f"{type(backend).__name__}."
         )
-    return backend
+    return enqueuer
 
 
 def _parents(workflow: "Workflow") -> list[tuple[int, ...]]:

@@ -31,8 +31,8 @@ from django.template import Context, Template
 from django.test import override_settings
 from django.utils.module_loading import import_string
 
-from django_leasequeue import task as lease_task
 from django_leasequeue.conf import BackendConfig
+from django_leasequeue.task import declared_schedules
 from tests import docs_snippets, settings_docs
 
 DOCS = sorted(path.relative_to(docs_snippets.ROOT) for path in docs_snippets.ROOT.glob("docs/*.md"))
@@ -170,12 +170,14 @@ def page_modules(request, tmp_path, monkeypatch) -> Iterator[None]:
 def docs_module(monkeypatch, page_modules) -> Iterator[types.ModuleType]:
     """An importable module for a page's snippets (workers find tasks by path), forgotten
     afterwards with the schedules its tasks declared."""
-    monkeypatch.setattr(lease_task, "_SCHEDULED", dict(lease_task._SCHEDULED))
+    schedules_before = dict(declared_schedules())
     monkeypatch.setenv("LEASEQUEUE_METRICS_TOKEN", "a-token-from-a-secret")
     module = types.ModuleType("docs_snippets_page")
     monkeypatch.setitem(sys.modules, module.__name__, module)
     with override_settings(TASKS=settings_docs.TASKS):
         yield module
+    declared_schedules().clear()
+    declared_schedules().update(schedules_before)
 
 
 SNIPPETS = _blocks({"python", "django"})

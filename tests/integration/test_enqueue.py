@@ -471,7 +471,7 @@ def test_the_plain_insert_stores_what_the_full_one_does(backend, conn_max_age, m
     keeps (enqueue_plain_cached); a keyed one the full statement (enqueue_one). Every column the
     short one leaves out reads alike."""
     monkeypatch.setitem(connections["default"].settings_dict, "CONN_MAX_AGE", conn_max_age)
-    job = backend.new_job("0190a5c0-0000-7000-8000-000000000001", add, (1, 2), {}, {})
+    job = backend.enqueuer.new_job("0190a5c0-0000-7000-8000-000000000001", add, (1, 2), {}, {})
     assert protocol.enqueue([job]).query.name == "enqueue_plain"
     assert protocol.enqueue([job], cached_plan=True).query.name == "enqueue_plain_cached"
     keyed_job = job._replace(unique_key="k")

@@ -89,7 +89,7 @@ def test_before_enqueue_adds_to_meta_on_every_path(hooked, tenant):
     now = protocol.execute(database_now())
     first_tick = next(iter(declaration.timing.ticks_after(now)))
     protocol.execute(sync_schedules("default", [declaration], [first_tick], now))
-    job_id = run_now(hooked, declaration)
+    job_id = run_now(hooked.enqueuer, declaration)
     assert Job.objects.get(pk=job_id).meta == {"tenant": "acme", "seen": True}
 
 

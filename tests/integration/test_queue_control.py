@@ -363,7 +363,7 @@ def test_a_scheduled_tasks_jobs_expire_too(backend):
     declaration = declaration_of(tick.using(expires_after=30))
     now = protocol.execute(database_now())
     protocol.execute(sync_schedules("default", [declaration], [now + timedelta(hours=1)], now))
-    job = Job.objects.get(pk=run_now(backend, declaration))
+    job = Job.objects.get(pk=run_now(backend.enqueuer, declaration))
     assert job.expires_at - job.run_after == timedelta(seconds=30)
 
 

@@ -54,7 +54,7 @@ def fire(backend, task, at, *, version=None):
     return protocol.execute(
         fire_schedule(
             declaration,
-            job_fields(backend, declaration),
+            job_fields(backend.enqueuer, declaration),
             job_id=job_id,
             version=version,
             tick=at,
@@ -172,11 +172,11 @@ def test_a_paused_schedule_does_not_fire_its_ticks_but_runs_now(backend):
     assert fire(backend, slow_tick, next_tick(slow_tick)) is None
     assert protocol.execute(due_schedules([slow_tick.module_path])).due == []
 
-    job_id = run_now(backend, declaration_of(slow_tick))
+    job_id = run_now(backend.enqueuer, declaration_of(slow_tick))
     job = Job.objects.get(pk=job_id)
     assert job.task_path == slow_tick.module_path and "scheduled_at" in job.kwargs
     # Run now obeys the overlap policy: the job above is unfinished.
-    assert run_now(backend, declaration_of(slow_tick)) is None
+    assert run_now(backend.enqueuer, declaration_of(slow_tick)) is None
     row = Schedule.objects.get(task_path=slow_tick.module_path)
     assert (row.last_job_id, row.skipped_count) == (job_id, 1)
 
@@ -272,7 +272,7 @@ def test_the_page_lists_schedules_in_words_with_their_last_job(admin_client, bac
         task_path="myapp.tasks.gone", backend="default", cron="*/5 * * * *",
         cron_timezone="Europe/Paris", retired=True,
     )  # fmt: skip
-    job_id = run_now(backend, declaration_of(tick))
+    job_id = run_now(backend.enqueuer, declaration_of(tick))
     page = html.unescape(admin_client.get(SCHEDULES).content.decode())
     assert "Every second" in page and "every=timedelta(seconds=1)" in page
     assert "Every 5 minutes (Europe/Paris)" in page and 'cron="*/5 * * * *"' in page

@@ -3,7 +3,7 @@ where Django keeps sessions across requests (``backend.sessions_outlive_requests
 
 import pytest
 
-from django_leasequeue.backend import sessions_outlive_requests
+from django_leasequeue.enqueue.service import sessions_outlive_requests
 
 
 @pytest.mark.parametrize(
