@@ -148,12 +148,12 @@ class LeaseQueueBackend(BaseTaskBackend):
         what PostgreSQL cannot store, or is longer than ``pausing.REASON_MAX_LENGTH`` (1,000
         characters); ``PauseFailed`` when claims in flight held the pause off for 5 s.
         """
-        return pausing.pause(self, name, reason)
+        return pausing.pause_queue(self, name, reason)
 
     def resume_queue(self, name: str) -> bool:
         """Let workers claim from queue ``name`` again, waking them for its due jobs at once.
         Returns False when it was not paused."""
-        return pausing.resume(self, name)
+        return pausing.resume_queue(self, name)
 
     async def apause_queue(self, name: str, reason: str = "") -> bool:
         return await sync_to_async(self.pause_queue, thread_sensitive=True)(name, reason)
@@ -163,7 +163,7 @@ class LeaseQueueBackend(BaseTaskBackend):
 
     def paused_queues(self) -> dict[str, str]:
         """``{queue: reason}`` of every paused queue."""
-        return pausing.paused(self)
+        return pausing.paused_queues(self)
 
     def cancel(self, result_ids: Iterable[str | UUID]) -> dict[UUID, CancelOutcome]:
         """Cancel jobs: unstarted ones at once, running ones at their worker's next heartbeat.

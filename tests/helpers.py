@@ -15,7 +15,7 @@ from django.db import connections
 from django_leasequeue import protocol
 from django_leasequeue.models import Job
 from django_leasequeue.protocol import ClaimedJob, Lease
-from django_leasequeue.runtime.handle import JobHandle
+from django_leasequeue.runtime.job_handle import JobHandle
 
 SHORT_LEASE = 0.2
 

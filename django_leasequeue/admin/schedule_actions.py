@@ -55,7 +55,7 @@ class ScheduleReport:
         return text
 
 
-def pause(queryset: QuerySet) -> ScheduleReport:
+def pause_schedules(queryset: QuerySet) -> ScheduleReport:
     """Pause the active schedules of the selection (a retired one never fires anyway)."""
     report, pks = ScheduleReport(), []
     with transaction.atomic(using=job_database()):
@@ -73,7 +73,7 @@ def pause(queryset: QuerySet) -> ScheduleReport:
     return report
 
 
-def resume(queryset: QuerySet) -> ScheduleReport:
+def resume_schedules(queryset: QuerySet) -> ScheduleReport:
     """Ticks that passed while paused are not caught up: the schedule starts again now."""
     report, pks = ScheduleReport(), []
     with transaction.atomic(using=job_database()):

@@ -172,7 +172,7 @@ class ScheduleAdmin(GuardedModelAdmin):
 
     @admin.action(description=_("Pause selected schedules"), permissions=["change"])
     def pause_schedules(self, request: HttpRequest, queryset: QuerySet) -> None:
-        report = schedule_actions.pause(queryset)
+        report = schedule_actions.pause_schedules(queryset)
         count = len(report.changed)
         done = ngettext("%(count)d schedule paused", "%(count)d schedules paused", count)
         self._tell(request, report, done % {"count": count})
@@ -180,7 +180,7 @@ class ScheduleAdmin(GuardedModelAdmin):
     @admin.action(description=_("Resume selected schedules"), permissions=["change"])
     def resume_schedules(self, request: HttpRequest, queryset: QuerySet) -> None:
         """Ticks that passed while paused are not caught up: the schedule starts again now."""
-        report = schedule_actions.resume(queryset)
+        report = schedule_actions.resume_schedules(queryset)
         count = len(report.changed)
         done = ngettext("%(count)d schedule resumed", "%(count)d schedules resumed", count)
         self._tell(request, report, done % {"count": count})

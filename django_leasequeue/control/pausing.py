@@ -54,7 +54,7 @@ def check_reason(reason: object) -> str:
     return reason
 
 
-def pause(backend: "LeaseQueueBackend", name: str, reason: str = "") -> bool:
+def pause_queue(backend: "LeaseQueueBackend", name: str, reason: str = "") -> bool:
     """Pause queue ``name`` and commit; True when it was not paused before."""
     check_queue_name(backend, name)
     check_reason(reason)
@@ -80,7 +80,7 @@ def pause(backend: "LeaseQueueBackend", name: str, reason: str = "") -> bool:
         ) from exc
 
 
-def resume(backend: "LeaseQueueBackend", name: str) -> bool:
+def resume_queue(backend: "LeaseQueueBackend", name: str) -> bool:
     """Resume queue ``name``; on commit, wake workers for its due jobs. True if it was paused."""
     check_queue_name(backend, name)
     database = backend.config.database
@@ -93,7 +93,7 @@ def resume(backend: "LeaseQueueBackend", name: str) -> bool:
     return resumed
 
 
-def paused(backend: "LeaseQueueBackend") -> dict[str, str]:
+def paused_queues(backend: "LeaseQueueBackend") -> dict[str, str]:
     """``{queue: reason}`` of every paused queue."""
     rows = protocol.execute(statements.paused_queues(), backend.config.database)
     return {queue: row["reason"] for queue, row in rows.items()}

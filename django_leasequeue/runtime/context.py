@@ -10,7 +10,7 @@ from uuid import UUID
 
 from django_leasequeue.exceptions import Snooze
 from django_leasequeue.fencing import FencedTransaction, fenced_atomic
-from django_leasequeue.runtime.handle import JobHandle
+from django_leasequeue.runtime.job_handle import JobHandle
 from django_leasequeue.tasks_framework import TaskContext
 
 

@@ -14,7 +14,7 @@ import psycopg
 from django_leasequeue import protocol
 from django_leasequeue.runtime import job_logging
 from django_leasequeue.runtime.database import Database
-from django_leasequeue.runtime.handle import JobHandle, StopReason
+from django_leasequeue.runtime.job_handle import JobHandle, StopReason
 
 logger = logging.getLogger(__name__)
 

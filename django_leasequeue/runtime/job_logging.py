@@ -17,23 +17,23 @@ from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 
-class JobFields(NamedTuple):
+class JobLogFields(NamedTuple):
     job_id: str
     task: str
     queue: str
     attempt: int | None
 
 
-_CURRENT: contextvars.ContextVar[JobFields | None] = contextvars.ContextVar(
+_CURRENT: contextvars.ContextVar[JobLogFields | None] = contextvars.ContextVar(
     "leasequeue_job", default=None
 )
 
-FIELDS = JobFields._fields
+FIELDS = JobLogFields._fields
 
 
-def fields_of(job: Any) -> JobFields:
+def fields_of(job: Any) -> JobLogFields:
     """The fields of a ClaimedJob (or anything with its id, task_path, queue_name, attempt)."""
-    return JobFields(str(job.id), job.task_path, job.queue_name, getattr(job, "attempt", None))
+    return JobLogFields(str(job.id), job.task_path, job.queue_name, getattr(job, "attempt", None))
 
 
 def set_current(job: Any) -> None:
@@ -42,7 +42,7 @@ def set_current(job: Any) -> None:
 
 
 @contextlib.contextmanager
-def about(fields: JobFields) -> Iterator[None]:
+def about(fields: JobLogFields) -> Iterator[None]:
     """Records logged inside are about this job."""
     token = _CURRENT.set(fields)
     try:
@@ -51,7 +51,7 @@ def about(fields: JobFields) -> Iterator[None]:
         _CURRENT.reset(token)
 
 
-def current() -> JobFields | None:
+def current() -> JobLogFields | None:
     return _CURRENT.get()
 
 

@@ -24,7 +24,7 @@ from django_leasequeue.results import build_result, task_variant
 from django_leasequeue.runtime.completions import CompletionBatcher
 from django_leasequeue.runtime.database import Database
 from django_leasequeue.runtime.execution import Outcome, error_of
-from django_leasequeue.runtime.handle import JobHandle, StopReason
+from django_leasequeue.runtime.job_handle import JobHandle, StopReason
 from django_leasequeue.runtime.signal_dispatch import TaskSignalDispatcher
 from django_leasequeue.runtime.workflow_steps import ReleasedStepsWaker
 from django_leasequeue.task import DEFAULT_MAX_SNOOZES

@@ -68,9 +68,9 @@ class TaskSignalDispatcher(Batcher[_Emission]):
                 self._cancelled.ids.discard(task_result.id)
 
 
-def _fields(task_result: TaskResult) -> job_logging.JobFields:
+def _fields(task_result: TaskResult) -> job_logging.JobLogFields:
     """The job a signal is about, for its receivers' log records (Django logs each job)."""
     task = task_result.task
-    return job_logging.JobFields(
+    return job_logging.JobLogFields(
         str(task_result.id), task.module_path, task.queue_name, len(task_result.worker_ids)
     )

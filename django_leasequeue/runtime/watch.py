@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from redis.exceptions import RedisError
 
-from django_leasequeue.runtime.handle import JobHandle
+from django_leasequeue.runtime.job_handle import JobHandle
 from django_leasequeue.wakeups import Wakeups
 
 # How often the worker asks Redis which of its running jobs a browser page follows live.

@@ -21,8 +21,8 @@ from django_leasequeue.runtime.config import WorkerConfig
 from django_leasequeue.runtime.context import JobContext
 from django_leasequeue.runtime.database import Database, postgres_outage
 from django_leasequeue.runtime.execution import Outcome, error_of, resolve, run_attempt
-from django_leasequeue.runtime.handle import JobHandle, StopReason
 from django_leasequeue.runtime.heartbeat import Heartbeat
+from django_leasequeue.runtime.job_handle import JobHandle, StopReason
 from django_leasequeue.runtime.job_logging import set_current
 from django_leasequeue.runtime.outcomes import OutcomeRecorder
 from django_leasequeue.runtime.recover import RecoverSweep

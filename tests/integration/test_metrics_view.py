@@ -161,7 +161,7 @@ async def test_a_write_refused_by_fencing_counts_as_a_stale_write():
     from django_leasequeue import protocol
     from django_leasequeue.exceptions import LeaseLost
     from django_leasequeue.runtime.database import Database
-    from django_leasequeue.runtime.handle import JobHandle
+    from django_leasequeue.runtime.job_handle import JobHandle
     from tests.helpers import claim_one
 
     def take_away() -> protocol.ClaimedJob:

@@ -5,8 +5,8 @@ import asyncio
 import uuid
 
 from django_leasequeue.runtime.claimer import DroppedWakeups, job_ids
-from django_leasequeue.runtime.handle import StopReason
 from django_leasequeue.runtime.heartbeat import Heartbeat, fence_margin
+from django_leasequeue.runtime.job_handle import StopReason
 from tests.helpers import running_handle
 
 
