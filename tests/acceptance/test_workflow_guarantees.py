@@ -102,7 +102,7 @@ def test_200_workflows_under_a_kill_9_storm_all_end_and_each_callback_commits_on
     assert set(WorkflowRun.objects.values_list("status", flat=True)) == {"succeeded"}
     assert _assert_each_step_committed_once_and_never_early() == 2 * len(handles)
     for handle in handles:
-        finale_job = Job.objects.get(workflow_id=handle.id, step_name="finale")
+        finale_job = Job.objects.get(workflow_id=handle.id, step_name="on_complete")
         assert finale_job.result == ["gathered", "timed", "timed_2", "timed_3"]
     assert kills >= 5
     assert "killed by SIGKILL" in workers.log()
