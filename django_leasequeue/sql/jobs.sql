@@ -95,7 +95,7 @@ VALUES (%(id)s::uuid, %(task_path)s::text, %(queue_name)s::text, %(priority)s::s
 RETURNING id, enqueued_at;
 
 -- name: enqueue_plain_cached
--- As enqueue_plain, on a plan cached per session (migration 0022), for connections that live across requests; returns the job's enqueued_at.
+-- As enqueue_plain, on a plan cached per session (functions/leasequeue_enqueue_plain.sql), for connections that live across requests; returns the job's enqueued_at.
 SELECT leasequeue_enqueue_plain(
     %(id)s::uuid, %(task_path)s::text, %(queue_name)s::text, %(priority)s::smallint,
     %(backend)s::text, %(args)s::jsonb, %(kwargs)s::jsonb, %(run_after)s::timestamptz,
@@ -114,7 +114,7 @@ COPY leasequeue_job (id, task_path, queue_name, priority, backend, args, kwargs,
 FROM STDIN;
 
 -- name: claim_by_ids
--- Compare-and-swap claim of these jobs if still claimable and due: unlimited ones (wakeup path), or also ones held to limits when %(flow_claim)s (the flow claim, under its locks); its plan cached (migration 0020).
+-- Compare-and-swap claim of these jobs if still claimable and due: unlimited ones (wakeup path), or also ones held to limits when %(flow_claim)s (the flow claim, under its locks); its plan cached (functions/leasequeue_claim_by_ids.sql).
 SELECT * FROM leasequeue_claim_by_ids(%(ids)s::uuid[], %(worker_id)s::text,
                                       %(lease_seconds)s::float8, %(flow_claim)s::boolean);
 
@@ -123,7 +123,7 @@ SELECT * FROM leasequeue_claim_by_ids(%(ids)s::uuid[], %(worker_id)s::text,
 SELECT id FROM leasequeue_job WHERE id = ANY(%(ids)s::uuid[]);
 
 -- name: claim_batch
--- Poll path: claim up to %(limit)s::integer due unlimited jobs without an expiry of one queue (NULL = every queue) in priority order, none of a paused queue; its plan cached (migration 0021).
+-- Poll path: claim up to %(limit)s::integer due unlimited jobs without an expiry of one queue (NULL = every queue) in priority order, none of a paused queue; its plan cached (functions/leasequeue_claim_batch.sql).
 SELECT * FROM leasequeue_claim_batch(%(queue)s::text, %(limit)s::integer, %(worker_id)s::text,
                                      %(lease_seconds)s::float8);
 
@@ -362,12 +362,12 @@ WHERE id = %(id)s::uuid AND lease_version = %(lease_version)s::integer AND statu
 RETURNING id;
 
 -- name: complete_many
--- Fenced batch of complete: one statement for many finished jobs, its plan cached (migrations 0018, 0020); returns those applied.
+-- Fenced batch of complete: one statement for many finished jobs, its plan cached (functions/leasequeue_complete_many.sql); returns those applied.
 SELECT id FROM leasequeue_complete_many(%(ids)s::uuid[], %(versions)s::integer[], %(results)s::jsonb[])
      AS applied(id);
 
 -- name: complete_steps
--- complete_many for workflow steps, their books kept once per batch (migrations 0016, 0017, 0020); returns the ids completed and the steps released.
+-- complete_many for workflow steps, their books kept once per batch (functions/leasequeue_complete_steps.sql); returns the ids completed and the steps released.
 SELECT completed, released, released_queues FROM leasequeue_complete_steps(%(ids)s::uuid[], %(versions)s::integer[], %(results)s::jsonb[]);
 
 -- name: fail

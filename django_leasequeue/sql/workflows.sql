@@ -1,7 +1,8 @@
 -- Workflows: a workflow's rows written at enqueue (COPY), what a step reads of its upstream
 -- steps, the steps a finished one released, and an operator's cancel. Releasing a step is not
--- here: the trigger leasequeue_step_status_changed (migration 0009) does it in the transaction
--- that records its last parent's outcome, whoever writes that.
+-- here: the database does it (sql/functions/), in the transaction that records its last
+-- parent's outcome, whoever writes that: leasequeue_complete_steps for a worker's batch of
+-- successes, the trigger leasequeue_step_status_changed for every other change.
 
 -- name: insert_workflow
 -- One workflow row; its steps are copied next, in the same transaction.

@@ -1,8 +1,12 @@
-"""The query file (``sql/queries.sql``): every statement named and described, no name twice."""
+"""The query files (``sql/*.sql``): every statement named and described, no name twice; the
+claims' columns, in the functions of ``sql/functions/`` too."""
+
+import re
 
 import pytest
 
 from django_leasequeue.sql import QUERIES, load_queries
+from django_leasequeue.sql.functions import FUNCTIONS, TRIGGERS, _functions, function_sql
 
 
 def test_every_query_has_a_name_and_a_description():
@@ -36,20 +40,17 @@ def _returned_columns(sql: str) -> set[str]:
     return {column.strip().removeprefix("job.") for column in returning.split(",")}
 
 
-# Claims that call a function: where the function's text is.
+# Claims that call a function: its text is in sql/functions/.
 _CLAIM_FUNCTIONS = {
-    "claim_by_ids": ("0020_cached_plans_by_key", "CLAIM_BY_IDS"),
-    "claim_batch": ("0021_claim_batch_plan_cached", "CLAIM_BATCH"),
+    "claim_by_ids": "leasequeue_claim_by_ids",
+    "claim_batch": "leasequeue_claim_batch",
 }
 
 
 def _claim_sql(name: str) -> str:
-    """The claim's SQL; for one that calls a function, the function's (its migration's text)."""
-    from importlib import import_module
-
+    """The claim's SQL; for one that calls a function, the function's."""
     if name in _CLAIM_FUNCTIONS:
-        module, constant = _CLAIM_FUNCTIONS[name]
-        return getattr(import_module(f"django_leasequeue.migrations.{module}"), constant)
+        return function_sql(_CLAIM_FUNCTIONS[name])
     return QUERIES[name].sql
 
 
@@ -75,11 +76,26 @@ def test_every_claim_returns_every_column_a_claimed_job_holds(name):
     assert _returned_columns(_claim_sql(name)) == expected
 
 
-def test_the_claim_functions_row_type_names_the_columns_it_returns():
-    from importlib import import_module
+_ROW_TYPE = re.compile(r"^RETURNS TABLE \((?P<columns>.*?)\)\nLANGUAGE", re.M | re.S)
 
-    migration = import_module("django_leasequeue.migrations.0020_cached_plans_by_key")
-    declared = migration.ROW_TYPE.removeprefix("TABLE (").removesuffix(")")
+
+@pytest.mark.parametrize("function", sorted(_CLAIM_FUNCTIONS.values()))
+def test_the_claim_functions_row_type_names_the_columns_it_returns(function):
+    sql = function_sql(function)
+    declared = _ROW_TYPE.search(sql)["columns"]
     names = [column.split()[0] for column in declared.split(",")]
-    returning = migration.CLAIM_BY_IDS.rsplit("RETURNING", 1)[1].split(";")[0]
+    returning = sql.rsplit("RETURNING", 1)[1].split(";")[0]
     assert names == [column.strip().removeprefix("job.") for column in returning.split(",")]
+
+
+def test_the_function_files_are_read_as_functions_not_as_named_queries():
+    """sql/functions/*.sql are read by ``function_sql``, one function a file; ``QUERIES`` reads
+    only the files of sql/ itself."""
+    assert {"leasequeue_claim_by_ids", "leasequeue_complete_steps"} <= set(FUNCTIONS)
+    assert "CREATE OR REPLACE TRIGGER leasequeue_step_status_changed" in TRIGGERS
+    for query in QUERIES.values():
+        assert not re.search(r"CREATE (OR REPLACE )?(FUNCTION|TRIGGER)", query.sql), query.name
+    with pytest.raises(KeyError, match="No function 'leasequeue_nothing'"):
+        function_sql("leasequeue_nothing")
+    with pytest.raises(ValueError, match="named after it"):
+        _functions({"claim.sql": "CREATE OR REPLACE FUNCTION claim() ..."})
