@@ -97,7 +97,7 @@ class Job(models.Model):
         null=True,
         blank=True,
         related_name="steps",
-        db_constraint=False,  # the real constraint cascades in the database (migration 0009)
+        db_constraint=False,  # the real constraint cascades in the database (migrations/sql)
         db_index=False,  # partial, below: plain jobs write no entry
     )
     step_name = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001

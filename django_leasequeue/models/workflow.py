@@ -3,7 +3,7 @@ its steps (the steps themselves are jobs, with ``Job.workflow``).
 
 Readiness comes from the dependency rows, never from a count: a step's rows are settled, and
 the step released, by a trigger in the transaction that records its parent's outcome
-(``leasequeue_step_status_changed``, migration 0009). The workflow row's counters are kept by
+(``leasequeue_step_status_changed``, sql/functions/). The workflow row's counters are kept by
 the same trigger from the same status changes, so they cannot drift from the steps' statuses.
 """
 
