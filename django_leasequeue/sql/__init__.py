@@ -4,8 +4,10 @@ by name.
 Each statement starts with a ``-- name: <name>`` line and a one-line ``-- <description>``, and
 runs until the next one. Parameters use psycopg's ``%(name)s`` style, so the same text runs on
 Django's cursor and on the worker's psycopg ``AsyncConnection``. The files split the statements
-by concern (``jobs``, ``reads``, ``operator_actions``, ``flow``, ``workers``, ``schedules``);
-a name is defined once across all of them.
+by concern (``jobs``, ``reads``, ``operator_actions``, ``flow``, ``workers``, ``workflows``,
+``schedules``, ``queue_control``); a name is defined once across all of them. Beside each file,
+the module of the same name (``jobs.py`` beside ``jobs.sql``) builds its statements as
+``Statement``s (``statement.py``), which ``executor.py`` runs.
 """
 
 import re

@@ -107,7 +107,7 @@ SELECT leasequeue_enqueue_plain(
 SELECT now() AS now;
 
 -- name: copy_jobs
--- Bulk insert of jobs without unique keys (COPY; columns in the order protocol.JobCopy writes them).
+-- Bulk insert of jobs without unique keys (COPY; columns in the order executor.JobCopy writes them).
 COPY leasequeue_job (id, task_path, queue_name, priority, backend, args, kwargs, run_after,
                      enqueued_at, max_attempts, timeout_seconds, backoff_seconds, expires_at,
                      meta)

@@ -10,7 +10,7 @@ from django_leasequeue import task
 from django_leasequeue.conf import BackendConfig
 from django_leasequeue.flow.admission import admit, round_robin
 from django_leasequeue.flow.limits import LimitError, Rate, TaskLimits
-from django_leasequeue.protocol import FlowCandidate, FlowUsage
+from django_leasequeue.sql.records import FlowCandidate, FlowUsage
 from django_leasequeue.tasks_framework import InvalidTask
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)

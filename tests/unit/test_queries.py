@@ -68,7 +68,7 @@ def test_every_claim_returns_every_column_a_claimed_job_holds(name):
     workflow step claimed that way would lose its upstream results and never wake its children."""
     from dataclasses import fields
 
-    from django_leasequeue.protocol import ClaimedJob
+    from django_leasequeue.sql.records import ClaimedJob
 
     expected = {field.name for field in fields(ClaimedJob)} - {"lease", "problem"}
     expected |= {"id", "lease_version"}
