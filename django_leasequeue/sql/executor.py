@@ -58,7 +58,8 @@ class JobCopy:
 
     COPY is several times faster than INSERT for large batches, and rows stream to the server
     while the caller keeps working (``write`` returns before the server has stored the row).
-    ``now`` is the database time stamped as every row's ``enqueued_at``.
+    ``now`` is the database time stamped as every row's ``enqueued_at``. ``write`` gives the
+    columns of ``copy_jobs`` in their order, ``job_columns.COPIED_JOB_COLUMNS`` (tested).
     """
 
     def __init__(self, database: str = "default") -> None:

@@ -3,11 +3,12 @@ it claimed, and what the lease holder's writes, the sweep and the flow claim ans
 one builder module's statements alone stay in it (``queue_control.py``, ``schedules.py``)."""
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 from uuid import UUID
 
+from django_leasequeue.sql.job_columns import CLAIMED_JOB_COLUMNS
 from django_leasequeue.sql.statement import Row
 from django_leasequeue.status import JobStatus
 from django_leasequeue.tasks_framework import Task
@@ -158,6 +159,21 @@ class ClaimedJob:
 
 _JSON_COLUMNS = ("args", "kwargs", "checkpoint", "worker_ids", "errors", "meta")
 _EMPTY = {"[]": list, "{}": dict}
+
+
+def _check_claimed_columns() -> None:
+    """``from_row`` takes a claim's columns, ``CLAIMED_JOB_COLUMNS``: the lease's two, and the
+    others as the fields of the same names (those of ``_JSON_COLUMNS`` decoded first)."""
+    takes = {"id", "lease_version"} | {field.name for field in fields(ClaimedJob)}
+    takes -= {"lease", "problem"}
+    if takes != set(CLAIMED_JOB_COLUMNS) or not set(_JSON_COLUMNS) <= takes:
+        raise TypeError(
+            "ClaimedJob does not take the columns a claim returns (sql/job_columns.py): it "
+            f"takes {sorted(takes)}; a claim returns {sorted(CLAIMED_JOB_COLUMNS)}."
+        )
+
+
+_check_claimed_columns()
 
 
 def _shape_problem(args: Any, kwargs: Any) -> str | None:

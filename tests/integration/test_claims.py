@@ -3,11 +3,13 @@
 import asyncio
 
 import pytest
+from django.db import connection
 
 from django_leasequeue.models import Job
 from django_leasequeue.runtime.connection import connect_async
 from django_leasequeue.sql import jobs as jobs_sql
 from django_leasequeue.sql.executor import aexecute, execute
+from django_leasequeue.sql.job_columns import CLAIMED_JOB_COLUMNS
 from tests.helpers import (
     rows_read,
     rows_read_inside,
@@ -195,3 +197,25 @@ def test_a_poll_of_one_queue_passes_jobs_with_an_expiry_but_walks_at_most_1000_r
     assert execute(poll) == []  # within its walk, only jobs with an expiry
     Job.objects.filter(expires_at__isnull=False).delete()
     assert [str(job.id) for job in execute(poll)] == [plain]
+
+
+def test_the_installed_claim_functions_return_the_columns_of_the_one_list():
+    """Every claim's columns are CLAIMED_JOB_COLUMNS: the statements' lists are made of it, and
+    the functions the migrations installed (their text written out) must return the same."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT proc.proname, array_agg(arg.name ORDER BY arg.position)
+            FROM pg_proc AS proc
+            CROSS JOIN LATERAL unnest(proc.proargnames, proc.proargmodes)
+                WITH ORDINALITY AS arg(name, mode, position)
+            WHERE proc.proname IN ('leasequeue_claim_by_ids', 'leasequeue_claim_batch')
+              AND arg.mode = 't'
+            GROUP BY proc.proname
+            """
+        )
+        returned = dict(cursor.fetchall())
+    assert returned == {
+        "leasequeue_claim_by_ids": list(CLAIMED_JOB_COLUMNS),
+        "leasequeue_claim_batch": list(CLAIMED_JOB_COLUMNS),
+    }
