@@ -117,9 +117,9 @@ def analyze(cursor) -> None:
 def run(jobs: int) -> dict:
     from django.db import connection
 
-    from django_leasequeue import protocol
-    from django_leasequeue.control import statements
     from django_leasequeue.sql import QUERIES
+    from django_leasequeue.sql import queue_control as queue_control_sql
+    from django_leasequeue.sql.executor import execute
 
     revision = baseline_revision()
     old = baseline_queries(revision)
@@ -175,7 +175,7 @@ def run(jobs: int) -> dict:
         seed_due(cursor, LIVE_JOBS)
         cursor.execute("INSERT INTO leasequeue_paused_queue (queue_name) VALUES ('other')")
         analyze(cursor)
-        open_queues = protocol.execute(statements.open_queues(None)).open
+        open_queues = execute(queue_control_sql.open_queues(None)).open
         walk = median_us(cursor, QUERIES["claim_batch"].sql, {**claim, "queues": None})
         heads = median_us(
             cursor, QUERIES["claim_batch_by_queue"].sql, {**claim, "queues": open_queues}
@@ -206,7 +206,7 @@ def run(jobs: int) -> dict:
             return median_us(cursor, QUERIES[name].sql, reads[name])
 
         started, swept = time.perf_counter(), 0
-        while batch := protocol.execute(statements.expire_jobs(limit=500)):
+        while batch := execute(queue_control_sql.expire_jobs(limit=500)):
             swept += len(batch)
         sweep_seconds = time.perf_counter() - started
         after_sweep = poll_us()

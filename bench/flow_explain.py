@@ -25,7 +25,9 @@ def main() -> None:
     reset()
     from django.db import connection
 
-    from django_leasequeue import protocol
+    from django_leasequeue.sql import flow as flow_sql
+    from django_leasequeue.sql import jobs as jobs_sql
+    from django_leasequeue.sql.executor import execute
     from tests import flow_tasks
     from tests.helpers import claim_limited
 
@@ -33,14 +35,12 @@ def main() -> None:
     backend.enqueue_many([(flow_tasks.capped, (n, 0), {}) for n in range(BACKLOG)])
     claim_limited(free=10)  # the cap's two slots taken
     backend.enqueue_many([(flow_tasks.unlimited, (n,), {}) for n in range(RUNNING_ELSEWHERE)])
-    protocol.execute(
-        protocol.claim_batch(None, RUNNING_ELSEWHERE, worker_id="elsewhere", lease_seconds=600)
-    )
+    execute(jobs_sql.claim_batch(None, RUNNING_ELSEWHERE, worker_id="elsewhere", lease_seconds=600))
     with connection.cursor() as cursor:
         cursor.execute("VACUUM ANALYZE leasequeue_job")
-    candidates = protocol.flow_candidates(None, after="", partitions=20, per_partition=10)
+    candidates = flow_sql.flow_candidates(None, after="", partitions=20, per_partition=10)
     key = "task:tests.flow_tasks.capped"
-    usage = protocol.flow_usage(concurrency_keys=[key], queues=[], rate_keys=[])
+    usage = flow_sql.flow_usage(concurrency_keys=[key], queues=[], rate_keys=[])
     for statement in (candidates, usage):
         for _ in range(2):
             with connection.cursor() as cursor:

@@ -31,7 +31,7 @@ django.setup()
 
 from django.db import connection  # noqa: E402
 
-from django_leasequeue import protocol  # noqa: E402
+from django_leasequeue.sql import reads as reads_sql  # noqa: E402
 
 SEED = ROOT / "bench" / "queue_summary_seed.sql"
 
@@ -107,7 +107,7 @@ def truth() -> dict[tuple[str, str], int]:
 
 
 def measure(stage: str, runs: int, verbose: bool) -> None:
-    after = protocol.queue_summary()
+    after = reads_sql.queue_summary()
     print(f"\n{stage}")
     report("before", timed(BEFORE, {}, runs))
     report("after", timed(after.query.sql, after.params, runs))

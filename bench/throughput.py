@@ -119,8 +119,8 @@ def measure_schedule_cost(jobs: int, processes: int, concurrency: int, task, rou
     declared and with none, alternating round by round; and the time of one schedule check."""
     from django.db import connection
 
-    from django_leasequeue import protocol
-    from django_leasequeue.schedules.statements import due_schedules
+    from django_leasequeue.sql.executor import execute
+    from django_leasequeue.sql.schedules import due_schedules
 
     rates: dict[bool, list[float]] = {False: [], True: []}
     for round_ in range(rounds):
@@ -144,11 +144,11 @@ def measure_schedule_cost(jobs: int, processes: int, concurrency: int, task, rou
     )
     paths = [f"bench.schedules.tasks.daily_{n:03d}" for n in range(100)]
     statement = due_schedules(paths)
-    protocol.execute(statement)
+    execute(statement)
     checks = 2000
     started = time.perf_counter()
     for _ in range(checks):
-        protocol.execute(statement)
+        execute(statement)
     elapsed = (time.perf_counter() - started) / checks
     print(
         f"one schedule check (100 schedules, none due, round trip included): "

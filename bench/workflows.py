@@ -95,20 +95,17 @@ def completion_cost(enqueue) -> float:
     them: ``complete_steps`` for workflow steps, ``complete_many`` for plain jobs) once
     ``enqueue`` has written its jobs: claimed and completed in this process, so that nothing
     but the database's work is timed."""
-    from django_leasequeue import protocol
+    from django_leasequeue.sql import jobs as jobs_sql
+    from django_leasequeue.sql.executor import execute
 
     harness.reset()
     _timed(enqueue)
     timed, jobs = 0.0, 0
-    while claimed := protocol.execute(
-        protocol.claim_batch(None, 20, worker_id="bench", lease_seconds=60)
-    ):
+    while claimed := execute(jobs_sql.claim_batch(None, 20, worker_id="bench", lease_seconds=60)):
         started = time.perf_counter()
         outcomes = [(job.lease, "null") for job in claimed]
         steps = claimed[0].workflow_id is not None  # no run mixes steps and plain jobs
-        protocol.execute(
-            protocol.complete_steps(outcomes) if steps else protocol.complete_many(outcomes)
-        )
+        execute(jobs_sql.complete_steps(outcomes) if steps else jobs_sql.complete_many(outcomes))
         timed += time.perf_counter() - started
         jobs += len(claimed)
     return timed / jobs * 1e6

@@ -9,7 +9,7 @@ from uuid import UUID
 
 from asgiref.sync import sync_to_async
 
-from django_leasequeue import operations, protocol
+from django_leasequeue import operations
 from django_leasequeue.checks import (
     check_backend,
     check_job_database,
@@ -22,12 +22,16 @@ from django_leasequeue.control import options as queue_control
 from django_leasequeue.control import pausing
 from django_leasequeue.duration_rule import LATEST_MOMENT
 from django_leasequeue.enqueue.service import Enqueuer, TaskCall
-from django_leasequeue.exceptions import LimitError
+from django_leasequeue.exceptions import (
+    LimitError,
+)
 from django_leasequeue.flow.limits import TaskLimits
 from django_leasequeue.hooks import Hooks, hook_paths, load_hooks
 from django_leasequeue.queue_names import queue_name_problem
 from django_leasequeue.results import result_from_row
 from django_leasequeue.shown import shown
+from django_leasequeue.sql import reads as reads_sql
+from django_leasequeue.sql.executor import execute
 from django_leasequeue.task import LeaseTask
 from django_leasequeue.tasks_framework import (
     BaseTaskBackend,
@@ -131,7 +135,7 @@ class LeaseQueueBackend(BaseTaskBackend):
             job_id = UUID(str(result_id))
         except ValueError:
             raise TaskResultDoesNotExist(f"No job with id {result_id!r}.") from None
-        rows = protocol.execute(protocol.job_results([job_id]), self.config.database)
+        rows = execute(reads_sql.job_results([job_id]), self.config.database)
         if not rows:
             raise TaskResultDoesNotExist(f"No job with id {result_id!r}.")
         return result_from_row(rows[0])

@@ -7,9 +7,10 @@ from typing import Any
 
 from django.db import transaction
 
-from django_leasequeue import protocol
 from django_leasequeue.exceptions import LeaseLost
-from django_leasequeue.protocol import Lease
+from django_leasequeue.sql import jobs as jobs_sql
+from django_leasequeue.sql.executor import execute
+from django_leasequeue.sql.records import Lease
 
 
 class FencedTransaction:
@@ -32,7 +33,7 @@ class FencedTransaction:
 
     def complete(self, result: Any = None) -> None:
         """Mark the job succeeded in this transaction, so it commits with the user's writes."""
-        if not protocol.execute(protocol.complete(self.lease, result), self.database):
+        if not execute(jobs_sql.complete(self.lease, result), self.database):
             raise LeaseLost(f"Job {self.lease.job_id}: lease lost before completion.")
         self.completed = True
 
@@ -61,7 +62,7 @@ def fenced_atomic(
 @contextmanager
 def _fenced_atomic(lease: Lease, database: str) -> Iterator[FencedTransaction]:
     with transaction.atomic(using=database):
-        if not protocol.execute(protocol.lock_lease(lease), database):
+        if not execute(jobs_sql.lock_lease(lease), database):
             raise LeaseLost(
                 f"Job {lease.job_id}: lease version {lease.lease_version} is no longer held; "
                 "the writes in this block were not applied."

@@ -19,12 +19,16 @@ from django.utils.functional import Promise
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
-from django_leasequeue import protocol
 from django_leasequeue.choices import CancelOutcome, JobStatus
 from django_leasequeue.progress_events import (
     publish_statuses_on_commit,
     publish_workflow_on_commit,
 )
+from django_leasequeue.sql import operator_actions as operator_actions_sql
+from django_leasequeue.sql import reads as reads_sql
+from django_leasequeue.sql import workflows as workflows_sql
+from django_leasequeue.sql.executor import execute
+from django_leasequeue.sql.statement import Row
 from django_leasequeue.wakeups import wakeups_of_backend
 
 # Ids per statement: keeps each statement's array parameter and row locks bounded.
@@ -110,7 +114,7 @@ def _explain_skipped(
 ) -> None:
     """Count each skipped job under the reason its state now gives."""
     ids = list(ids)
-    states = protocol.execute(protocol.job_statuses(ids), database)
+    states = execute(reads_sql.job_statuses(ids), database)
     for job_id in ids:
         state = states.get(job_id)
         reason: str | Promise
@@ -123,7 +127,7 @@ def _explain_skipped(
         report.skipped[str(reason)] += 1
 
 
-def _wake_on_commit(rows: Sequence[protocol.Row], database: str) -> None:
+def _wake_on_commit(rows: Sequence[Row], database: str) -> None:
     """Wake workers for jobs that became claimable, through each job's own backend."""
     by_backend: dict[str, list[tuple[str, str]]] = {}
     for row in rows:
@@ -164,7 +168,7 @@ def retry(ids: Iterable[UUID | str], database: str) -> ActionReport:
     return _run(ids, apply, _RETRY_SKIPS, database)
 
 
-def _retry_rows(batch: list[UUID], database: str) -> list[protocol.Row]:
+def _retry_rows(batch: list[UUID], database: str) -> list[Row]:
     """The retry statement, surviving an enqueue that takes a unique key at the same moment.
 
     The statement skips jobs whose key a committed unfinished job holds; a holder committed
@@ -173,13 +177,13 @@ def _retry_rows(batch: list[UUID], database: str) -> list[protocol.Row]:
     """
     try:
         with transaction.atomic(using=database):
-            return protocol.execute(protocol.retry(batch), database)
+            return execute(operator_actions_sql.retry(batch), database)
     except IntegrityError:
-        rows: list[protocol.Row] = []
+        rows: list[Row] = []
         for job_id in batch:
             try:
                 with transaction.atomic(using=database):
-                    rows += protocol.execute(protocol.retry([job_id]), database)
+                    rows += execute(operator_actions_sql.retry([job_id]), database)
             except IntegrityError:
                 continue
         return rows
@@ -191,7 +195,7 @@ def cancel_jobs(ids: Iterable[UUID | str], database: str) -> dict[UUID, CancelOu
     Returns what happened to each changed job: ``cancelled``, or ``cancel_requested`` for a
     running job whose worker was asked to stop (it ends cancelled at its next heartbeat).
     """
-    outcomes = protocol.execute(protocol.cancel([UUID(str(job_id)) for job_id in ids]), database)
+    outcomes = execute(operator_actions_sql.cancel([UUID(str(job_id)) for job_id in ids]), database)
     publish_statuses_on_commit(cancelled_now(outcomes), database)
     return outcomes
 
@@ -223,7 +227,7 @@ def release(ids: Iterable[UUID | str], database: str) -> ActionReport:
     """Running jobs (of a worker known dead) → retrying now; the old worker is fenced out."""
 
     def apply(batch: list[UUID], database: str, report: ActionReport) -> set[UUID]:
-        rows = protocol.execute(protocol.force_release(batch), database)
+        rows = execute(operator_actions_sql.force_release(batch), database)
         for row in rows:
             released = row["status"] == JobStatus.RETRYING
             report.changed[_("released") if released else _("cancelled (cancel requested)")] += 1
@@ -238,7 +242,7 @@ def delete(ids: Iterable[UUID | str], database: str) -> ActionReport:
     """Delete jobs that no worker holds."""
 
     def apply(batch: list[UUID], database: str, report: ActionReport) -> set[UUID]:
-        deleted = protocol.execute(protocol.delete_jobs(batch), database)
+        deleted = execute(operator_actions_sql.delete_jobs(batch), database)
         report.changed[_("deleted")] += len(deleted)
         return deleted
 
@@ -252,9 +256,9 @@ def cancel_workflow(workflow_id: UUID | str, database: str) -> dict[str, int]:
     """A workflow's steps not started → cancelled, running ones asked to stop; the workflow
     ends CANCELLED once they have. Returns ``{"cancelled": n, "cancel_requested": n}``."""
     with transaction.atomic(using=database):
-        protocol.execute(protocol.lock_running_steps(workflow_id), database)
-        protocol.execute(protocol.request_workflow_cancel(workflow_id), database)
-        rows = protocol.execute(protocol.cancel_workflow_steps(workflow_id), database)
+        execute(workflows_sql.lock_running_steps(workflow_id), database)
+        execute(workflows_sql.request_workflow_cancel(workflow_id), database)
+        rows = execute(workflows_sql.cancel_workflow_steps(workflow_id), database)
     publish_workflow_on_commit(workflow_id, database)
     publish_statuses_on_commit(
         {row["id"]: row["status"] for row in rows if row["status"] == JobStatus.CANCELLED}, database

@@ -64,7 +64,7 @@ def build_result(
 
 
 def result_from_row(row: dict[str, Any]) -> TaskResult:
-    """The TaskResult of a job row read with ``protocol.job_results`` (jsonb as text).
+    """The TaskResult of a job row read with ``sql.reads.job_results`` (jsonb as text).
 
     A column that cannot be decoded (a row written around enqueue's checks) reads as empty,
     so that the job's status and errors can still be read.

@@ -12,42 +12,42 @@ from datetime import UTC, datetime
 
 from django.db import connections
 
-from django_leasequeue import protocol
 from django_leasequeue.models import Job
-from django_leasequeue.protocol import ClaimedJob, Lease
 from django_leasequeue.runtime.job_handle import JobHandle
+from django_leasequeue.sql import jobs as jobs_sql
+from django_leasequeue.sql.executor import execute
+from django_leasequeue.sql.records import ClaimedJob, Lease, SweptJob
+from django_leasequeue.sql.statement import Statement
 
 SHORT_LEASE = 0.2
 
 
-def claim_one(job_id, worker_id: str, lease_seconds: float = 30.0) -> protocol.ClaimedJob:
-    claimed = protocol.execute(
-        protocol.claim_by_ids([job_id], worker_id=worker_id, lease_seconds=lease_seconds)
+def claim_one(job_id, worker_id: str, lease_seconds: float = 30.0) -> ClaimedJob:
+    claimed = execute(
+        jobs_sql.claim_by_ids([job_id], worker_id=worker_id, lease_seconds=lease_seconds)
     )
     assert len(claimed) == 1, f"{worker_id} could not claim {job_id}"
     return claimed[0]
 
 
-def try_claim(ids, worker_id: str = "w") -> list[protocol.ClaimedJob]:
+def try_claim(ids, worker_id: str = "w") -> list[ClaimedJob]:
     """The signal-path claim; empty when the jobs are not claimable."""
-    return protocol.execute(protocol.claim_by_ids(ids, worker_id=worker_id, lease_seconds=30))
+    return execute(jobs_sql.claim_by_ids(ids, worker_id=worker_id, lease_seconds=30))
 
 
 def try_claim_batch(queues=None, limit: int = 10, worker_id: str = "w") -> list:
     """The poll-path claim over ``queues`` (None = all)."""
-    return protocol.execute(
-        protocol.claim_batch(queues, limit, worker_id=worker_id, lease_seconds=30)
-    )
+    return execute(jobs_sql.claim_batch(queues, limit, worker_id=worker_id, lease_seconds=30))
 
 
-def claim_and_let_expire(job_id, worker_id: str) -> protocol.ClaimedJob:
+def claim_and_let_expire(job_id, worker_id: str) -> ClaimedJob:
     claimed = claim_one(job_id, worker_id, lease_seconds=SHORT_LEASE)
     time.sleep(SHORT_LEASE + 0.05)
     return claimed
 
 
-def recover() -> list[protocol.SweptJob]:
-    return protocol.execute(protocol.recover_expired(limit=1000, backoff_cap_seconds=600))
+def recover() -> list[SweptJob]:
+    return execute(jobs_sql.recover_expired(limit=1000, backoff_cap_seconds=600))
 
 
 def wait_until_due(job_id, timeout: float = 5.0) -> None:
@@ -164,7 +164,7 @@ def plan_nodes(node: dict):
         yield from plan_nodes(child)
 
 
-def rows_read(statement: protocol.Statement) -> int:
+def rows_read(statement: Statement) -> int:
     """Rows the statement's scans of the job table produced or filtered out (EXPLAIN ANALYZE,
     rolled back)."""
     with connections["default"].cursor() as cursor:
@@ -183,7 +183,7 @@ def _rows_of(scans: list[dict]) -> int:
     )
 
 
-def rows_read_inside(statement: protocol.Statement, *, of_statement: str = "") -> int:
+def rows_read_inside(statement: Statement, *, of_statement: str = "") -> int:
     """``rows_read`` of a statement whose work is done by a PL/pgSQL function: the scans of the
     job table by the statements inside it (those whose text holds ``of_statement``), as
     auto_explain reports their plans (rolled back)."""

@@ -9,9 +9,10 @@ from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from django_leasequeue import protocol
 from django_leasequeue.choices import JobStatus
 from django_leasequeue.conf import job_database, lease_queue_backends
+from django_leasequeue.sql import reads as reads_sql
+from django_leasequeue.sql.executor import execute
 
 # Most task paths the task filter offers.
 TASK_CHOICES_LIMIT = 200
@@ -40,7 +41,7 @@ class TaskFilter(admin.SimpleListFilter):
     parameter_name = "task"
 
     def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple]:
-        paths = protocol.execute(protocol.task_paths(limit=TASK_CHOICES_LIMIT), job_database())
+        paths = execute(reads_sql.task_paths(limit=TASK_CHOICES_LIMIT), job_database())
         return [(path, path) for path in paths]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:

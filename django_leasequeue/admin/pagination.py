@@ -7,7 +7,8 @@ from django.core.paginator import Paginator
 from django.db import OperationalError, transaction
 from django.db.models import QuerySet
 
-from django_leasequeue import protocol
+from django_leasequeue.sql import reads as reads_sql
+from django_leasequeue.sql.executor import execute
 
 # Below this many estimated rows an exact count is usually cheap, and exact numbers are nicer.
 EXACT_COUNT_BELOW = 10_000
@@ -37,8 +38,8 @@ class EstimatedCountPaginator(Paginator):
             database = self.object_list.db
             try:
                 with transaction.atomic(using=database):
-                    protocol.execute(
-                        protocol.limit_statement_time(milliseconds=COUNT_TIME_LIMIT_MS), database
+                    execute(
+                        reads_sql.limit_statement_time(milliseconds=COUNT_TIME_LIMIT_MS), database
                     )
                     return super().count
             except OperationalError:  # cancelled: counting would have been a long scan

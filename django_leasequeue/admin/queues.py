@@ -15,15 +15,15 @@ from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpR
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from django_leasequeue import protocol
 from django_leasequeue.admin import display as show
 from django_leasequeue.backend import LeaseQueueBackend
 from django_leasequeue.conf import lease_queue_backends
-from django_leasequeue.control import statements
 from django_leasequeue.control.pausing import REASON_MAX_LENGTH
 from django_leasequeue.control.permission import PERMISSION
 from django_leasequeue.exceptions import PauseFailed
 from django_leasequeue.models import PausedQueue
+from django_leasequeue.sql import queue_control as queue_control_sql
+from django_leasequeue.sql.executor import execute
 
 
 def may_pause(request: HttpRequest) -> bool:
@@ -39,7 +39,7 @@ def pause_form_context(request: HttpRequest) -> dict[str, Any]:
 def with_pauses(summary: list[dict[str, Any]], database: str) -> list[dict[str, Any]]:
     """The summary's rows, each told whether its queue is paused (``paused``: the reason and
     since when, or None), with a row for each paused queue that has no job to count."""
-    paused = protocol.execute(statements.paused_queues(), database)
+    paused = execute(queue_control_sql.paused_queues(), database)
     rows = {row["queue_name"]: row for row in summary}
     for name in paused.keys() - rows.keys():
         rows[name] = {"queue_name": name, "oldest_due": "—", "finished_last_minute": 0}

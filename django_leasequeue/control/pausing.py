@@ -13,11 +13,13 @@ from typing import TYPE_CHECKING
 
 from django.db import OperationalError, transaction
 
-from django_leasequeue import jsonargs, protocol
-from django_leasequeue.control import statements
+from django_leasequeue import jsonargs
 from django_leasequeue.exceptions import PauseFailed
 from django_leasequeue.queue_names import queue_name_problem
 from django_leasequeue.shown import shown
+from django_leasequeue.sql import flow as flow_sql
+from django_leasequeue.sql import queue_control as queue_control_sql
+from django_leasequeue.sql.executor import execute
 
 if TYPE_CHECKING:
     from django_leasequeue.backend import LeaseQueueBackend
@@ -66,11 +68,9 @@ def pause_queue(backend: "LeaseQueueBackend", name: str, reason: str = "") -> bo
         )
     try:
         with transaction.atomic(using=database):
-            protocol.execute(
-                protocol.limit_lock_wait(milliseconds=LOCK_WAIT_MILLISECONDS), database
-            )
-            protocol.execute(statements.lock_paused_queues(), database)
-            return protocol.execute(statements.pause_queue(name, reason), database)
+            execute(flow_sql.limit_lock_wait(milliseconds=LOCK_WAIT_MILLISECONDS), database)
+            execute(queue_control_sql.lock_paused_queues(), database)
+            return execute(queue_control_sql.pause_queue(name, reason), database)
     except OperationalError as exc:
         if getattr(exc.__cause__, "sqlstate", None) != "55P03":  # lock_not_available
             raise
@@ -85,9 +85,9 @@ def resume_queue(backend: "LeaseQueueBackend", name: str) -> bool:
     check_queue_name(backend, name)
     database = backend.config.database
     with transaction.atomic(using=database):
-        resumed = protocol.execute(statements.resume_queue(name), database)
+        resumed = execute(queue_control_sql.resume_queue(name), database)
         if resumed:
-            due = protocol.execute(statements.due_in_queue(name, limit=RESUME_WAKEUPS), database)
+            due = execute(queue_control_sql.due_in_queue(name, limit=RESUME_WAKEUPS), database)
             wake = [(name, str(job_id)) for job_id in due]
             transaction.on_commit(partial(backend.wakeups.push, wake), using=database)
     return resumed
@@ -95,5 +95,5 @@ def resume_queue(backend: "LeaseQueueBackend", name: str) -> bool:
 
 def paused_queues(backend: "LeaseQueueBackend") -> dict[str, str]:
     """``{queue: reason}`` of every paused queue."""
-    rows = protocol.execute(statements.paused_queues(), backend.config.database)
+    rows = execute(queue_control_sql.paused_queues(), backend.config.database)
     return {queue: row["reason"] for queue, row in rows.items()}

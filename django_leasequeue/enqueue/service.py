@@ -15,10 +15,9 @@ from typing import Any
 from django.db import connections, transaction
 from django.utils import timezone
 
-from django_leasequeue import jsonargs, protocol
+from django_leasequeue import jsonargs
 from django_leasequeue.conf import BackendConfig
 from django_leasequeue.control import options as queue_control
-from django_leasequeue.control.statements import lock_unique_keys
 from django_leasequeue.duration_rule import end_after
 from django_leasequeue.enqueue.call_checks import check_arguments, check_importable
 from django_leasequeue.enqueue.defaults import TaskDefaults
@@ -29,13 +28,17 @@ from django_leasequeue.exceptions import (
     UnstorableValue,
 )
 from django_leasequeue.flow import backpressure
-from django_leasequeue.flow.limits import JobLimits, TaskLimits
+from django_leasequeue.flow.limits import TaskLimits, limit_columns
 from django_leasequeue.hooks import Hooks
 from django_leasequeue.ids import uuid7_strs
 from django_leasequeue.metrics import counters as metrics
-from django_leasequeue.protocol import NewJob, TaskKey
 from django_leasequeue.results import build_result, result_from_row
 from django_leasequeue.shown import shown
+from django_leasequeue.sql import jobs as jobs_sql
+from django_leasequeue.sql import queue_control as queue_control_sql
+from django_leasequeue.sql.executor import JobCopy, execute
+from django_leasequeue.sql.queue_control import lock_unique_keys
+from django_leasequeue.sql.records import LimitColumns, NewJob, TaskKey
 from django_leasequeue.task import LeaseTask
 from django_leasequeue.task_signals import send_task_signal, wanted
 from django_leasequeue.tasks_framework import (
@@ -134,15 +137,15 @@ class Enqueuer:
                 if small or job.unique_key is not None or job.limits is not None
             ]
             if held_for:
-                protocol.execute(lock_unique_keys(held_for), database)
+                execute(lock_unique_keys(held_for), database)
             if capped:
                 self.refuse_past_caps(new_jobs, resolved)
             if inserts:
-                statement = protocol.enqueue(
+                statement = jobs_sql.enqueue(
                     [job for _, job in inserts],
                     cached_plan=sessions_outlive_requests(connections[database].settings_dict),
                 )
-                inserted = protocol.execute(statement, database)
+                inserted = execute(statement, database)
                 existing = self._results_holding(
                     # An insert skips only a job whose unique key another job of its task holds.
                     [job.task_key for _, job in inserts if job.id not in inserted]  # type: ignore[misc]
@@ -154,7 +157,7 @@ class Enqueuer:
                     else:
                         accept(index, job, row["enqueued_at"])
             if len(inserts) < len(new_jobs):
-                with protocol.JobCopy(database) as copy:
+                with JobCopy(database) as copy:
                     write, enqueued_at = copy.write, copy.now
                     for index, job in enumerate(new_jobs):
                         if job.unique_key is None and job.limits is None:
@@ -194,7 +197,7 @@ class Enqueuer:
         """Raise QueueFull (writing nothing) when the jobs would pass a max_pending cap."""
         task_keys = [job.task_key for job in new_jobs if job.task_key is not None]
         held = (
-            protocol.execute(protocol.unique_key_holders(task_keys), self.config.database)
+            execute(queue_control_sql.unique_key_holders(task_keys), self.config.database)
             if task_keys
             else {}
         )
@@ -286,13 +289,14 @@ class Enqueuer:
         task: Task,
         args: Sequence[Any],
         kwargs: Mapping[str, Any],
-    ) -> JobLimits | None:
+    ) -> LimitColumns | None:
         try:
-            return defaults.flow.job_limits(  # type: ignore[union-attr]  # only called with a flow
+            limits = defaults.flow.job_limits(  # type: ignore[union-attr]  # only called with a flow
                 defaults.task_path, self.config.queue_limits.get(task.queue_name), args, kwargs
             )
         except LimitError as exc:
             raise InvalidTaskArguments(f"Cannot enqueue {defaults.task_path}: {exc}") from None
+        return limit_columns(limits)
 
     @staticmethod
     def _unique_key(task: LeaseTask, args: Sequence[Any], kwargs: Mapping[str, Any]) -> str:
@@ -366,7 +370,7 @@ class Enqueuer:
         status."""
         if not task_keys:
             return {}
-        rows = protocol.execute(protocol.unique_key_holders(task_keys), self.config.database)
+        rows = execute(queue_control_sql.unique_key_holders(task_keys), self.config.database)
         missing = set(task_keys) - set(rows)
         if missing:
             # The holder finished between our insert and this read: the caller may simply retry.

@@ -13,7 +13,7 @@ from itertools import chain, zip_longest
 from uuid import UUID
 
 from django_leasequeue.flow.limits import Rate
-from django_leasequeue.protocol import FlowCandidate, FlowUsage
+from django_leasequeue.sql.records import FlowCandidate, FlowUsage
 
 
 @dataclass(slots=True)

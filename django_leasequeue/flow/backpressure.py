@@ -9,10 +9,11 @@ from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from django_leasequeue import protocol
 from django_leasequeue.exceptions import QueueFull
 from django_leasequeue.flow.limits import QueueLimit, TaskLimits
-from django_leasequeue.protocol import NewJob, TaskKey
+from django_leasequeue.sql import flow as flow_sql
+from django_leasequeue.sql.executor import execute
+from django_leasequeue.sql.records import NewJob, TaskKey
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,10 +73,10 @@ def check(
             caps[name] = cap
     if not new:
         return
-    protocol.execute(protocol.lock_pending_keys(f"{kind}:{key}" for kind, key in new), database)
+    execute(flow_sql.lock_pending_keys(f"{kind}:{key}" for kind, key in new), database)
     task_keys = [key for kind, key in new if kind == "task"]
     queues = [key for kind, key in new if kind == "queue"]
-    pending = protocol.execute(protocol.pending_counts(task_keys, queues), database)
+    pending = execute(flow_sql.pending_counts(task_keys, queues), database)
     for name in sorted(new):
         cap = caps[name]
         if pending.get(name, 0) + new[name] > cap.cap:

@@ -5,6 +5,7 @@ the task to enforce them. Keys are namespaced (``task:<path>`` or ``task:<path>:
 ``queue:<name>``) so that two tasks' keys never share a cap by accident.
 """
 
+import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -12,6 +13,7 @@ from typing import Any, Self
 
 from django_leasequeue.exceptions import LimitError
 from django_leasequeue.jsonargs import text_problem
+from django_leasequeue.sql.records import LimitColumns
 
 # A limit key is stored in a varchar(255) column, and may not hold NUL.
 KEY_MAX_LENGTH = 255
@@ -240,3 +242,16 @@ class TaskLimits:
 
 def _rate_fields(rate: Rate) -> dict[str, Any]:
     return {"rate": rate.count, "per": rate.period}
+
+
+def limit_columns(limits: JobLimits | None) -> LimitColumns | None:
+    """The job row's flow-control columns for these limits (None without): what the statements
+    writing a job take (``NewJob.limits``, ``JobFields.limits``)."""
+    if limits is None:
+        return None
+    return LimitColumns(
+        json.dumps(limits.limits) if limits.limits else None,
+        limits.flow_key,
+        limits.concurrency_key,
+        limits.pending_key,
+    )

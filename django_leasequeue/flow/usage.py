@@ -10,10 +10,13 @@ from uuid import UUID
 from django.utils import formats, timezone
 from django.utils.translation import gettext as _
 
-from django_leasequeue import protocol
 from django_leasequeue.choices import JobStatus
 from django_leasequeue.flow.admission import Hold, hold, limit_keys
 from django_leasequeue.flow.limits import QueueLimit, Rate
+from django_leasequeue.sql import flow as flow_sql
+from django_leasequeue.sql.executor import execute
+from django_leasequeue.sql.records import FlowUsage
+from django_leasequeue.sql.statement import Statement
 
 # How many partitions the admin's flow-control table shows.
 BUSIEST = 10
@@ -47,7 +50,7 @@ def waiting_reasons(jobs: Iterable[Any], database: str) -> dict[UUID, str]:
     ]
     if not waiting:
         return {}
-    usage = protocol.execute(_usage_of(limit for job in waiting for limit in job.limits), database)
+    usage = execute(_usage_of(limit for job in waiting for limit in job.limits), database)
     reasons = {}
     for job in waiting:
         # usage.now is None only when there are no limits to read, so nothing to hold.
@@ -57,9 +60,9 @@ def waiting_reasons(jobs: Iterable[Any], database: str) -> dict[UUID, str]:
     return reasons
 
 
-def _usage_of(limits: Iterable[dict[str, Any]]) -> protocol.Statement[protocol.FlowUsage]:
+def _usage_of(limits: Iterable[dict[str, Any]]) -> Statement[FlowUsage]:
     concurrency, queues, rates = limit_keys(limits)
-    return protocol.flow_usage(concurrency_keys=concurrency, queues=queues, rate_keys=rates)
+    return flow_sql.flow_usage(concurrency_keys=concurrency, queues=queues, rate_keys=rates)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,14 +80,14 @@ class PartitionUsage:
 
 def overview(database: str, queue_limits: Mapping[str, QueueLimit]) -> list[PartitionUsage]:
     """The busiest limited partitions now, each with what it uses against its limits."""
-    rows = protocol.execute(protocol.flow_overview(limit=BUSIEST), database)
+    rows = execute(flow_sql.flow_overview(limit=BUSIEST), database)
     limits_of = {row["flow_key"]: json.loads(row["limits"] or "[]") for row in rows}
     configured = [
         {"key": limit.key, "queue": queue, "concurrency": limit.concurrency}
         for queue, limit in queue_limits.items()
         if limit.concurrency is not None
     ]
-    usage = protocol.execute(
+    usage = execute(
         _usage_of([*configured, *(item for items in limits_of.values() for item in items)]),
         database,
     )
@@ -129,10 +132,8 @@ def queue_limit_rows(queue_limits: Mapping[str, QueueLimit], database: str) -> l
     if not queue_limits:
         return []
     queues = sorted(queue_limits)
-    usage = protocol.execute(
-        protocol.flow_usage(concurrency_keys=(), queues=queues, rate_keys=()), database
-    )
-    pending = protocol.execute(protocol.pending_counts((), queues), database)
+    usage = execute(flow_sql.flow_usage(concurrency_keys=(), queues=queues, rate_keys=()), database)
+    pending = execute(flow_sql.pending_counts((), queues), database)
     return [
         {
             "queue": queue,

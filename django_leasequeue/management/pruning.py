@@ -8,8 +8,9 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from django_leasequeue import protocol
 from django_leasequeue.human_duration import duration
+from django_leasequeue.sql import operator_actions as operator_actions_sql
+from django_leasequeue.sql.executor import execute
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,17 +49,19 @@ def prune(
     the rows to delete are counted first (an index scan) and each batch reports progress."""
     total = 0
     if on_progress is not None:
-        total = protocol.execute(
-            protocol.count_prunable(statuses=statuses, older_than_seconds=older_than_seconds),
+        total = execute(
+            operator_actions_sql.count_prunable(
+                statuses=statuses, older_than_seconds=older_than_seconds
+            ),
             database,
         )
-    statement = protocol.prune_finished(
+    statement = operator_actions_sql.prune_finished(
         statuses=statuses, older_than_seconds=older_than_seconds, limit=batch
     )
     began = time.monotonic()
     deleted = 0
     while True:
-        count = protocol.execute(statement, database)
+        count = execute(statement, database)
         deleted += count
         if on_progress is not None:
             # Jobs finishing meanwhile may add to the total; never show more than 100%.
@@ -71,10 +74,12 @@ def prune(
 def prune_workflows(database: str, *, older_than_seconds: float, batch: int) -> int:
     """Delete finished workflows older than the cutoff whose steps are all gone (run after
     ``prune``, which deletes the steps with the other jobs); returns how many went."""
-    statement = protocol.prune_workflows(older_than_seconds=older_than_seconds, limit=batch)
+    statement = operator_actions_sql.prune_workflows(
+        older_than_seconds=older_than_seconds, limit=batch
+    )
     deleted = 0
     while True:
-        count = protocol.execute(statement, database)
+        count = execute(statement, database)
         deleted += count
         if count < batch:
             return deleted

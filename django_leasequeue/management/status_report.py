@@ -18,14 +18,15 @@ from typing import Any
 
 from django.utils import timezone
 
-from django_leasequeue import protocol
 from django_leasequeue.backend import LeaseQueueBackend
 from django_leasequeue.choices import WorkflowStatus
-from django_leasequeue.control import statements
 from django_leasequeue.flow import usage as flow_usage
 from django_leasequeue.flow.limits import QueueLimit
 from django_leasequeue.models import WorkflowRun
 from django_leasequeue.queue_summary import queue_summary
+from django_leasequeue.sql import queue_control as queue_control_sql
+from django_leasequeue.sql import workers as workers_sql
+from django_leasequeue.sql.executor import execute
 
 COUNTS = ("queued", "running", "retrying", "failed")
 # What a worker started with ``--queues '*'`` lists as its queues: the same token.
@@ -142,7 +143,7 @@ def build(backend: LeaseQueueBackend, *, max_age_seconds: float | None = None) -
         row["queue"]: _queue_limits(row)
         for row in flow_usage.queue_limit_rows(queue_limits, database)
     }
-    paused = protocol.execute(statements.paused_queues(), database)
+    paused = execute(queue_control_sql.paused_queues(), database)
     queues = [
         _queue_line(row, limits.get(row["queue_name"]), paused.get(row["queue_name"]))
         for row in queue_summary(database, backend.queues | set(queue_limits) | set(paused))
@@ -158,7 +159,7 @@ def build(backend: LeaseQueueBackend, *, max_age_seconds: float | None = None) -
             jobs_done=row["jobs_done"],
             heartbeat_age_seconds=max(0.0, row["heartbeat_age"].total_seconds()),
         )
-        for row in protocol.execute(protocol.workers(), database)
+        for row in execute(workers_sql.workers(), database)
         if row["alive"]
     ]
     return StatusReport(

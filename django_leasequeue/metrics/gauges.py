@@ -17,12 +17,13 @@ from typing import Any
 
 from django.db.models import Count
 
-from django_leasequeue import protocol
 from django_leasequeue.choices import WorkflowStatus
-from django_leasequeue.control import statements
 from django_leasequeue.metrics.client import require
 from django_leasequeue.models import WorkflowRun
 from django_leasequeue.queue_summary import queue_summary
+from django_leasequeue.sql import queue_control as queue_control_sql
+from django_leasequeue.sql import workers as workers_sql
+from django_leasequeue.sql.executor import execute
 
 _PER_QUEUE = (
     ("leasequeue_jobs_queued", "Jobs waiting in the queue (due or not).", "queued"),
@@ -58,7 +59,7 @@ class DatabaseCollector:
             age = row["oldest_due_age"]
             oldest.add_metric([row["queue_name"]], age.total_seconds() if age else 0.0)
         yield oldest
-        paused = protocol.execute(statements.paused_queues(), self.database)
+        paused = execute(queue_control_sql.paused_queues(), self.database)
         paused_family = metric_family(
             "leasequeue_queue_paused",
             "1 while the queue is paused (no worker claims its jobs), else 0.",
@@ -70,7 +71,7 @@ class DatabaseCollector:
         yield metric_family(
             "leasequeue_workers_alive",
             "Worker processes alive: not stopped, heartbeat within their lease.",
-            value=protocol.execute(protocol.workers_alive(), self.database),
+            value=execute(workers_sql.workers_alive(), self.database),
         )
         yield from self.workflows()
 

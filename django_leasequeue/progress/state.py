@@ -11,9 +11,10 @@ from uuid import UUID
 
 from django.utils.translation import gettext as _
 
-from django_leasequeue import protocol
 from django_leasequeue.choices import JobStatus
 from django_leasequeue.conf import job_database
+from django_leasequeue.sql import reads as reads_sql
+from django_leasequeue.sql.executor import execute
 
 JobState = dict[str, Any]
 
@@ -63,7 +64,7 @@ def missing_job_state(job_id: UUID | str) -> JobState:
 
 def load_job_state(job_id: UUID | str) -> JobState | None:
     """The job's current state from the job database; None when there is no such job."""
-    row = protocol.execute(protocol.job_progress(UUID(str(job_id))), job_database())
+    row = execute(reads_sql.job_progress(UUID(str(job_id))), job_database())
     if row is None:
         return None
     progress = json.loads(row["progress"]) if row["progress"] is not None else None

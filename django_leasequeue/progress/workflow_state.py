@@ -17,10 +17,11 @@ from uuid import UUID
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from django_leasequeue import protocol
 from django_leasequeue.choices import WorkflowStatus
 from django_leasequeue.conf import job_database
 from django_leasequeue.progress.state import percent
+from django_leasequeue.sql import workflows as workflows_sql
+from django_leasequeue.sql.executor import execute
 
 WorkflowState = dict[str, Any]
 
@@ -88,7 +89,7 @@ def missing_workflow_state(workflow_id: UUID | str) -> WorkflowState:
 def load_workflow_state(workflow_id: UUID | str) -> WorkflowState | None:
     """The workflow's current state from the job database; None when there is no such
     workflow."""
-    row = protocol.execute(protocol.workflow_state(UUID(str(workflow_id))), job_database())
+    row = execute(workflows_sql.workflow_state(UUID(str(workflow_id))), job_database())
     if row is None:
         return None
     running: list[Any] = json.loads(row["running"])

@@ -19,13 +19,15 @@ from typing import NamedTuple
 import psycopg
 from redis.exceptions import RedisError
 
-from django_leasequeue import protocol
 from django_leasequeue.conf import BackendConfig
-from django_leasequeue.protocol import ClaimedJob
 from django_leasequeue.runtime.config import WorkerConfig
 from django_leasequeue.runtime.database import Database
 from django_leasequeue.runtime.flow_claims import FlowClaimer
 from django_leasequeue.runtime.open_queues import OpenQueues
+from django_leasequeue.sql import jobs as jobs_sql
+from django_leasequeue.sql import reads as reads_sql
+from django_leasequeue.sql.records import ClaimedJob
+from django_leasequeue.sql.statement import Statement
 from django_leasequeue.wakeups import Wakeups
 
 logger = logging.getLogger(__name__)
@@ -102,7 +104,7 @@ class ForeignWakeups:
         self._checked_at = now
         unclaimed = list(self.noted)
         self.noted.clear()
-        present = await self.db.run(protocol.jobs_present(unclaimed))
+        present = await self.db.run(jobs_sql.jobs_present(unclaimed))
         foreign = [job_id for job_id in unclaimed if job_id not in present]
         if not foreign:
             return
@@ -317,17 +319,17 @@ class Claimer:
         job goes first, whatever its priority: no job starves under a stream of higher ones."""
         return now - self._oldest_claimed_at >= self.backend_config.oldest_first_seconds
 
-    async def _poll(self, free: int) -> protocol.Statement[list[ClaimedJob]]:
+    async def _poll(self, free: int) -> Statement[list[ClaimedJob]]:
         open_queues = await self.open_queues.current()
         if open_queues is None:
-            return protocol.claim_batch(
+            return jobs_sql.claim_batch(
                 self.queues,
                 free,
                 worker_id=self.worker_id,
                 lease_seconds=self.backend_config.lease_seconds,
                 with_expiring=self._expiring_waiting(),
             )
-        return protocol.claim_batch_by_queue(
+        return jobs_sql.claim_batch_by_queue(
             open_queues,
             free,
             worker_id=self.worker_id,
@@ -338,16 +340,16 @@ class Claimer:
         self._oldest_claimed_at = time.monotonic()
         open_queues = await self.open_queues.current()
         oldest = await self.db.run(
-            protocol.oldest_due_job(self.queues)
+            jobs_sql.oldest_due_job(self.queues)
             if open_queues is None
-            else protocol.oldest_due_job_by_queue(open_queues)
+            else jobs_sql.oldest_due_job_by_queue(open_queues)
         )
         return [] if oldest is None else await self.db.run(self._claim_by_ids([oldest]))
 
     async def _say_what_burst_leaves(self) -> None:
         """A burst ends when its queues have nothing due; say so, and name the due jobs it
         leaves in queues it does not serve (they wait for another worker)."""
-        due = await self.db.run(protocol.due_by_queue())
+        due = await self.db.run(reads_sql.due_by_queue())
         elsewhere = {
             queue: count
             for queue, count in due.items()
@@ -364,8 +366,8 @@ class Claimer:
             ", ".join(f"{queue} ({count})" for queue, count in sorted(elsewhere.items())),
         )
 
-    def _claim_by_ids(self, ids: list[uuid.UUID]) -> protocol.Statement[list[ClaimedJob]]:
-        return protocol.claim_by_ids(
+    def _claim_by_ids(self, ids: list[uuid.UUID]) -> Statement[list[ClaimedJob]]:
+        return jobs_sql.claim_by_ids(
             ids, worker_id=self.worker_id, lease_seconds=self.backend_config.lease_seconds
         )
 

@@ -8,11 +8,11 @@ from typing import NamedTuple
 
 import psycopg
 
-from django_leasequeue import protocol
-from django_leasequeue.protocol import Lease
 from django_leasequeue.runtime.batching import Batcher
 from django_leasequeue.runtime.database import Database
 from django_leasequeue.runtime.workflow_steps import ReleasedStepsWaker
+from django_leasequeue.sql import jobs as jobs_sql
+from django_leasequeue.sql.records import Lease
 
 logger = logging.getLogger(__name__)
 
@@ -50,9 +50,9 @@ class CompletionBatcher(Batcher[_Completion]):
         released: list[tuple[str, str]] = []
         try:
             if batch[0].workflow_step:
-                applied, released = await self._db.run(protocol.complete_steps(outcomes))
+                applied, released = await self._db.run(jobs_sql.complete_steps(outcomes))
             else:
-                applied = await self._db.run(protocol.complete_many(outcomes))
+                applied = await self._db.run(jobs_sql.complete_many(outcomes))
         except psycopg.Error as exc:
             if again:
                 self._fail(batch, exc)

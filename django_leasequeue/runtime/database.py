@@ -8,9 +8,10 @@ from functools import partial
 
 import psycopg
 
-from django_leasequeue import protocol
 from django_leasequeue.outage_log import OutageLog
 from django_leasequeue.runtime.connection import connect_async
+from django_leasequeue.sql.executor import aexecute
+from django_leasequeue.sql.statement import Statement
 
 logger = logging.getLogger(__name__)
 
@@ -75,8 +76,8 @@ class Database:
         self._connecting = asyncio.Lock()
         self._abandoned: set[asyncio.Task] = set()
 
-    async def run[T](self, statement: protocol.Statement[T]) -> T:
-        return await self._retrying(partial(protocol.aexecute, statement), statement.query.name)
+    async def run[T](self, statement: Statement[T]) -> T:
+        return await self._retrying(partial(aexecute, statement), statement.query.name)
 
     async def transaction[T](
         self, work: Callable[[psycopg.AsyncConnection], Awaitable[T]], name: str

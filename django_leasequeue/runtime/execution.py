@@ -21,10 +21,10 @@ from django_leasequeue.exceptions import (
     UnstorableValue,
 )
 from django_leasequeue.hooks import acall_wrapped, call_wrapped
-from django_leasequeue.protocol import ClaimedJob
 from django_leasequeue.results import task_for_path
 from django_leasequeue.runtime.threads import JobThreads
 from django_leasequeue.schedules.scheduled_at import call_kwargs
+from django_leasequeue.sql.records import ClaimedJob
 from django_leasequeue.tasks_framework import Task, normalize_json
 
 

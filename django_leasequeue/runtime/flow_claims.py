@@ -7,10 +7,12 @@ from collections.abc import Sequence
 
 import psycopg
 
-from django_leasequeue import protocol
 from django_leasequeue.flow.admission import admit, limit_keys
-from django_leasequeue.protocol import ClaimedJob
 from django_leasequeue.runtime.database import Database
+from django_leasequeue.sql import flow as flow_sql
+from django_leasequeue.sql import jobs as jobs_sql
+from django_leasequeue.sql.executor import aexecute
+from django_leasequeue.sql.records import ClaimedJob
 
 # Most partitions, and most jobs of one partition, a round looks at.
 _MAX_PARTITIONS = 20
@@ -63,8 +65,8 @@ class FlowClaimer:
         self, conn: psycopg.AsyncConnection, contended: set[str], free: int
     ) -> list[ClaimedJob]:
         wait_ms = min(_HOLDER_WAIT_MS, int(self.lease_seconds * 250))
-        await protocol.aexecute(protocol.limit_lock_wait(milliseconds=wait_ms), conn)
-        await protocol.aexecute(protocol.wait_for_flow_locks(contended), conn)
+        await aexecute(flow_sql.limit_lock_wait(milliseconds=wait_ms), conn)
+        await aexecute(flow_sql.wait_for_flow_locks(contended), conn)
         return await self._claim(conn, free)
 
     async def _claim(self, conn: psycopg.AsyncConnection, free: int) -> list[ClaimedJob]:
@@ -80,8 +82,8 @@ class FlowClaimer:
 
     async def _round(self, conn: psycopg.AsyncConnection, free: int) -> list[ClaimedJob]:
         partitions = min(2 * free, _MAX_PARTITIONS)
-        candidates = await protocol.aexecute(
-            protocol.flow_candidates(
+        candidates = await aexecute(
+            flow_sql.flow_candidates(
                 self.queues,
                 after=self._after,
                 partitions=partitions,
@@ -103,8 +105,8 @@ class FlowClaimer:
         concurrency_keys, queues, rate_keys = limit_keys(
             limit for job in candidates.jobs for limit in job.limits if limit["key"] in locked
         )
-        usage = await protocol.aexecute(
-            protocol.flow_usage(
+        usage = await aexecute(
+            flow_sql.flow_usage(
                 concurrency_keys=concurrency_keys, queues=queues, rate_keys=rate_keys
             ),
             conn,
@@ -119,9 +121,9 @@ class FlowClaimer:
         if not admission.ids:
             return []
         if admission.tats:
-            await protocol.aexecute(protocol.store_rate_buckets(admission.tats), conn)
-        return await protocol.aexecute(
-            protocol.claim_by_ids(
+            await aexecute(flow_sql.store_rate_buckets(admission.tats), conn)
+        return await aexecute(
+            jobs_sql.claim_by_ids(
                 admission.ids,
                 worker_id=self.worker_id,
                 lease_seconds=self.lease_seconds,

@@ -11,10 +11,10 @@ from collections.abc import Callable
 
 import psycopg
 
-from django_leasequeue import protocol
 from django_leasequeue.runtime import job_logging
 from django_leasequeue.runtime.database import Database
 from django_leasequeue.runtime.job_handle import JobHandle, StopReason
+from django_leasequeue.sql import jobs as jobs_sql
 
 logger = logging.getLogger(__name__)
 
@@ -76,7 +76,7 @@ class Heartbeat:
         deadline = min([h.fence_deadline for h in handles] or [sent_at + self.margin * 5])
         statement = asyncio.create_task(
             self.db.run(
-                protocol.heartbeat(
+                jobs_sql.heartbeat(
                     [handle.lease for handle in handles], lease_seconds=self.lease_seconds
                 )
             )

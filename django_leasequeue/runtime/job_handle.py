@@ -10,13 +10,14 @@ from typing import Any
 
 import psycopg
 
-from django_leasequeue import jsonargs, protocol
+from django_leasequeue import jsonargs
 from django_leasequeue.choices import JobStatus
 from django_leasequeue.exceptions import LeaseLost, UnstorableValue
 from django_leasequeue.metrics import counters as metrics
 from django_leasequeue.progress_events import apublish_workflow
-from django_leasequeue.protocol import ClaimedJob
 from django_leasequeue.runtime.database import Database
+from django_leasequeue.sql import jobs as jobs_sql
+from django_leasequeue.sql.records import ClaimedJob
 
 logger = logging.getLogger(__name__)
 
@@ -133,7 +134,7 @@ class JobHandle:
             return True
         self._last_progress_at = time.monotonic()
         try:
-            applied = await self.db.run(protocol.progress(self.lease, *pending))
+            applied = await self.db.run(jobs_sql.progress(self.lease, *pending))
         except psycopg.Error as exc:  # a report is not worth the job: the next one may land
             logger.warning("Job %s: progress not written (%s).", self.job.id, exc)
             return True
@@ -165,7 +166,7 @@ class JobHandle:
         except UnstorableValue as exc:
             raise self._refuse(exc) from None
         if self.stop_reason is None and await self.db.run(
-            protocol.checkpoint(self.lease, data_json)
+            jobs_sql.checkpoint(self.lease, data_json)
         ):
             self.checkpoint = data
             return

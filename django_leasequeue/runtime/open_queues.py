@@ -11,8 +11,8 @@ most a slower poll, never a claim from a paused queue.
 import time
 from collections.abc import Sequence
 
-from django_leasequeue.control.statements import open_queues
 from django_leasequeue.runtime.database import Database
+from django_leasequeue.sql.queue_control import open_queues
 
 
 class OpenQueues:

@@ -11,15 +11,12 @@ from functools import partial
 
 import psycopg
 
-from django_leasequeue import protocol
 from django_leasequeue.choices import JobStatus
 from django_leasequeue.conf import BackendConfig
-from django_leasequeue.control.statements import expire_doomed, snooze
 from django_leasequeue.exceptions import InvalidDuration, TooManySnoozes, UnstorableValue
 from django_leasequeue.hooks import FinishOutcome
 from django_leasequeue.jsonargs import escaped_text
 from django_leasequeue.metrics import counters as metrics
-from django_leasequeue.protocol import ClaimedJob
 from django_leasequeue.results import build_result, task_variant
 from django_leasequeue.runtime.completions import CompletionBatcher
 from django_leasequeue.runtime.database import Database
@@ -27,6 +24,9 @@ from django_leasequeue.runtime.execution import Outcome, error_of
 from django_leasequeue.runtime.job_handle import JobHandle, StopReason
 from django_leasequeue.runtime.signal_dispatch import TaskSignalDispatcher
 from django_leasequeue.runtime.workflow_steps import ReleasedStepsWaker
+from django_leasequeue.sql import jobs as jobs_sql
+from django_leasequeue.sql.queue_control import expire_doomed, snooze
+from django_leasequeue.sql.records import ClaimedJob, FailOutcome
 from django_leasequeue.task import DEFAULT_MAX_SNOOZES
 from django_leasequeue.task_signals import wanted
 from django_leasequeue.tasks_framework import (
@@ -196,13 +196,13 @@ class OutcomeRecorder:
         elif handle.stop_reason == StopReason.LEASE_LOST:
             logger.warning("Job %s: lease lost; its outcome is discarded.", job.id)
         elif handle.stop_reason == StopReason.CANCEL_REQUESTED:
-            if await self.db.run(protocol.finish_cancelled(handle.lease)):
+            if await self.db.run(jobs_sql.finish_cancelled(handle.lease)):
                 logger.info("Job %s (%s): cancelled.", job.id, job.task_path)
                 if job.has_dependents:
                     self.released_steps.add(job.id)
                 await self._finished(handle, task, JobStatus.CANCELLED)
                 return FinishOutcome.CANCELLED
-        elif await self.db.run(protocol.hand_back(handle.lease)):
+        elif await self.db.run(jobs_sql.hand_back(handle.lease)):
             logger.info("Job %s: handed back for another worker (shutdown).", job.id)
             await asyncio.get_running_loop().run_in_executor(
                 self.redis_calls, self.wakeups.push, [(job.queue_name, str(job.id))]
@@ -210,11 +210,11 @@ class OutcomeRecorder:
             await handle.publish({"kind": "status", "status": JobStatus.RETRYING})
         return None
 
-    async def _fail(self, handle: JobHandle, outcome: Outcome) -> protocol.FailOutcome | None:
+    async def _fail(self, handle: JobHandle, outcome: Outcome) -> FailOutcome | None:
         """Record a failed attempt. Should PostgreSQL refuse the error itself, record that
         instead, so the job still ends with a reason (not "lease expired" a lease later)."""
         statement = partial(
-            protocol.fail,
+            jobs_sql.fail,
             handle.lease,
             retryable=outcome.retryable,
             backoff_cap_seconds=self.backend_config.backoff_cap_seconds,

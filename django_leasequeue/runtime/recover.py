@@ -10,11 +10,12 @@ from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from django_leasequeue import protocol
 from django_leasequeue.conf import BackendConfig
-from django_leasequeue.control.statements import ExpiredJob, expire_doomed, expire_jobs, open_queues
 from django_leasequeue.metrics import counters as metrics
 from django_leasequeue.runtime.database import Database
+from django_leasequeue.sql import jobs as jobs_sql
+from django_leasequeue.sql.queue_control import ExpiredJob, expire_doomed, expire_jobs, open_queues
+from django_leasequeue.sql.statement import Row, Statement
 from django_leasequeue.wakeups import Wakeups
 
 logger = logging.getLogger(__name__)
@@ -73,14 +74,14 @@ class RecoverSweep:
         await self.look_for_expiring_jobs()
 
     async def look_for_expiring_jobs(self) -> None:
-        self.expiring_waiting = await self.db.run(protocol.expiring_jobs_waiting())
+        self.expiring_waiting = await self.db.run(jobs_sql.expiring_jobs_waiting())
 
     async def recover_leases(self) -> None:
         """Expired leases go back to retrying (or failed), in bounded batches."""
         batch = self.backend_config.sweep_batch
         while True:
             swept = await self.db.run(
-                protocol.recover_expired(
+                jobs_sql.recover_expired(
                     limit=batch, backoff_cap_seconds=self.backend_config.backoff_cap_seconds
                 )
             )
@@ -113,14 +114,14 @@ class RecoverSweep:
                 ", ".join(sorted(tasks)),
             )
 
-    async def _stale_due(self, batch: int) -> protocol.Statement[list[protocol.Row]]:
+    async def _stale_due(self, batch: int) -> Statement[list[Row]]:
         """Stale due jobs to wake workers for; while a queue is paused, from the open queues'
         heads only (a paused queue's backlog is neither walked nor woken)."""
         older_than = self.backend_config.resignal_after_seconds
         open_now = (await self.db.run(open_queues(None))).open
         if open_now is None:
-            return protocol.stale_due_jobs(older_than_seconds=older_than, limit=batch)
-        return protocol.stale_due_jobs_by_queue(
+            return jobs_sql.stale_due_jobs(older_than_seconds=older_than, limit=batch)
+        return jobs_sql.stale_due_jobs_by_queue(
             open_now, older_than_seconds=older_than, limit=batch
         )
 

@@ -15,8 +15,9 @@ import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from django_leasequeue import protocol
 from django_leasequeue.runtime.database import Database
+from django_leasequeue.sql import workers as workers_sql
+from django_leasequeue.sql.executor import execute
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +70,7 @@ class WorkerRegistry:
     async def _write(self, jobs_running: int) -> None:
         try:
             await self.db.run(
-                protocol.worker_beat(
+                workers_sql.worker_beat(
                     worker_id=self.worker_id,
                     host=socket.gethostname(),
                     pid=os.getpid(),
@@ -83,7 +84,9 @@ class WorkerRegistry:
             )
             if time.monotonic() - self._pruned_at >= _PRUNE_EVERY_SECONDS:
                 self._pruned_at = time.monotonic()
-                await self.db.run(protocol.prune_workers(retention_seconds=self.retention_seconds))
+                await self.db.run(
+                    workers_sql.prune_workers(retention_seconds=self.retention_seconds)
+                )
         except Exception as exc:  # the registry is for operators: never stop a worker for it
             if not self._failing:
                 logger.warning("Could not update this worker's registry row: %r", exc)
@@ -99,7 +102,7 @@ class WorkerRegistry:
                 await self._beat
         try:
             await asyncio.wait_for(
-                self.db.run(protocol.worker_stopped(self.worker_id, ending="stopped")),
+                self.db.run(workers_sql.worker_stopped(self.worker_id, ending="stopped")),
                 _STOP_TIMEOUT_SECONDS,
             )
         except Exception as exc:
@@ -109,6 +112,6 @@ class WorkerRegistry:
 def mark_dead(database: str, worker_id: str, how: str) -> None:
     """The supervisor saw a worker process die: its row reads dead at once, saying how."""
     try:
-        protocol.execute(protocol.worker_stopped(worker_id, ending=how[:100]), database)
+        execute(workers_sql.worker_stopped(worker_id, ending=how[:100]), database)
     except Exception as exc:  # it reads dead anyway once its heartbeat is older than the lease
         logger.warning("Could not mark worker %s dead in the registry: %s", worker_id, exc)

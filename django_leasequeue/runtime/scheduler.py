@@ -18,13 +18,13 @@ from django_leasequeue.backend import LeaseQueueBackend
 from django_leasequeue.exceptions import InvalidSchedule
 from django_leasequeue.ids import uuid7_strs
 from django_leasequeue.outage_log import OutageLog
-from django_leasequeue.protocol import database_now
 from django_leasequeue.runtime.database import Database
 from django_leasequeue.schedules.declaration import Declaration, declaration_of
 from django_leasequeue.schedules.discovery import scheduled_tasks
 from django_leasequeue.schedules.firing import job_fields, tick_meta
 from django_leasequeue.schedules.plan import plan_ticks
-from django_leasequeue.schedules.statements import (
+from django_leasequeue.sql.jobs import database_now
+from django_leasequeue.sql.schedules import (
     DueSchedule,
     JobFields,
     due_schedules,

@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 from multiprocessing.process import BaseProcess
 
-from django_leasequeue import protocol
 from django_leasequeue.conf import lease_queue_backend
 from django_leasequeue.metrics import counters as metrics
 from django_leasequeue.runtime.config import WorkerConfig
@@ -22,6 +21,8 @@ from django_leasequeue.runtime.startup import (
     starting_child,
 )
 from django_leasequeue.runtime.worker_id import new_worker_id
+from django_leasequeue.sql import jobs as jobs_sql
+from django_leasequeue.sql.executor import execute
 
 logger = logging.getLogger(__name__)
 
@@ -236,7 +237,7 @@ class Supervisor:
             return
         try:
             database = lease_queue_backend(self.config.backend_alias).config.database
-            expired = protocol.execute(protocol.expire_worker_leases(slot.worker_id), database)
+            expired = execute(jobs_sql.expire_worker_leases(slot.worker_id), database)
         except Exception:  # the sweep recovers them when the leases run out
             logger.exception(
                 "Could not end the leases of worker %s; they expire by themselves.", slot.worker_id

@@ -13,7 +13,6 @@ from django_leasequeue.hooks import FinishOutcome, run_after_finish
 from django_leasequeue.human_duration import duration
 from django_leasequeue.metrics import counters as metrics
 from django_leasequeue.progress_events import apublish
-from django_leasequeue.protocol import ClaimedJob
 from django_leasequeue.runtime.batching import Batcher
 from django_leasequeue.runtime.claimer import Claimer
 from django_leasequeue.runtime.completions import CompletionBatcher
@@ -41,6 +40,7 @@ from django_leasequeue.runtime.threads import JobThreads
 from django_leasequeue.runtime.watch import ViewerWatch
 from django_leasequeue.runtime.worker_id import new_worker_id
 from django_leasequeue.runtime.workflow_steps import ReleasedStepsWaker, with_upstream
+from django_leasequeue.sql.records import ClaimedJob
 
 logger = logging.getLogger(__name__)
 

@@ -12,11 +12,11 @@ from typing import Any
 
 import psycopg
 
-from django_leasequeue import protocol
 from django_leasequeue.choices import Upstream
-from django_leasequeue.protocol import ClaimedJob
 from django_leasequeue.runtime.batching import Batcher
 from django_leasequeue.runtime.database import Database
+from django_leasequeue.sql import workflows as workflows_sql
+from django_leasequeue.sql.records import ClaimedJob
 from django_leasequeue.wakeups import Wakeups
 
 logger = logging.getLogger(__name__)
@@ -26,7 +26,7 @@ async def with_upstream(db: Database, job: ClaimedJob) -> tuple[ClaimedJob, dict
     """The job with its upstream results put first in its arguments when its step asks for
     them (a chain: the one parent's return value; a chord: the list of them, in order), and
     ``{upstream step name: return value}`` of its direct parents."""
-    rows = await db.run(protocol.upstream_results(job.id))
+    rows = await db.run(workflows_sql.upstream_results(job.id))
     values = [None if row["result"] is None else json.loads(row["result"]) for row in rows]
     upstream = {row["step_name"]: value for row, value in zip(rows, values, strict=True)}
     if job.upstream == Upstream.CHAIN:
@@ -58,7 +58,7 @@ class ReleasedStepsWaker(Batcher[uuid.UUID | tuple[str, str]]):
         released = [item for item in batch if not isinstance(item, uuid.UUID)]
         if finished:
             try:
-                rows = await self._db.run(protocol.released_steps(finished))
+                rows = await self._db.run(workflows_sql.released_steps(finished))
             except psycopg.Error as exc:  # the sweep signals them again after a while
                 logger.warning(
                     "Could not look up the steps %d finished step(s) released: %s",

@@ -2,11 +2,12 @@
 
 import inspect
 from dataclasses import dataclass
+from datetime import timedelta
 
 from django.conf import settings
 
 from django_leasequeue.exceptions import InvalidSchedule, InvalidScheduledCall
-from django_leasequeue.schedules.timing import Timing, timing_of
+from django_leasequeue.schedules.timing import CronTiming, Timing, timing_of
 from django_leasequeue.task import LeaseTask
 
 OVERLAP_POLICIES = ("skip", "allow")
@@ -39,6 +40,23 @@ class Declaration:
     def unique_key(self) -> str | None:
         """A string unique key is stored on every job of the schedule (a callable is refused)."""
         return self.task.unique_key if isinstance(self.task.unique_key, str) else None
+
+    # The timing as the schedule's row stores it: a cron expression and its time zone, or an
+    # interval (``sync_schedules``).
+
+    @property
+    def cron(self) -> str | None:
+        timing = self.timing
+        return timing.expression if isinstance(timing, CronTiming) else None
+
+    @property
+    def cron_timezone(self) -> str | None:
+        timing = self.timing
+        return timing.timezone.key if isinstance(timing, CronTiming) else None
+
+    @property
+    def every(self) -> timedelta | None:
+        return self.task.every if self.cron is None else None
 
 
 def declaration_of(task: LeaseTask) -> Declaration:

@@ -5,14 +5,15 @@ from uuid import UUID
 
 from django.db import transaction
 
-from django_leasequeue import protocol
 from django_leasequeue.enqueue.service import Enqueuer
 from django_leasequeue.exceptions import ScheduleChanged
+from django_leasequeue.flow.limits import limit_columns
 from django_leasequeue.ids import uuid7_strs
 from django_leasequeue.models import Schedule
-from django_leasequeue.protocol import NewJob
 from django_leasequeue.schedules.declaration import Declaration
-from django_leasequeue.schedules.statements import JobFields, fire_schedule
+from django_leasequeue.sql.executor import execute
+from django_leasequeue.sql.records import NewJob
+from django_leasequeue.sql.schedules import JobFields, fire_schedule
 
 # "Run now" reads the schedule's version and fires; a worker firing in between makes it read
 # again, this many times at most.
@@ -31,7 +32,7 @@ def job_fields(enqueuer: Enqueuer, declaration: Declaration) -> JobFields:
         timeout_seconds=defaults.timeout_seconds,
         backoff_seconds=defaults.backoff_seconds,
         # A scheduled task's limit keys get no arguments (its jobs have none to key on).
-        limits=defaults.flow.job_limits(defaults.task_path, queue_limit, (), {})
+        limits=limit_columns(defaults.flow.job_limits(defaults.task_path, queue_limit, (), {}))
         if defaults.flow
         else None,
         expires_after=defaults.expires_after,
@@ -82,7 +83,7 @@ def run_now(enqueuer: Enqueuer, declaration: Declaration) -> UUID | None:
         meta = "{}"
         if enqueuer.hooks.before_enqueue:
             meta = tick_meta(enqueuer, declaration, fields, job_id)
-        fired = protocol.execute(
+        fired = execute(
             fire_schedule(
                 declaration, fields, job_id=job_id, version=version, tick=None, meta=meta
             ),

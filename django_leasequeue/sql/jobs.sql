@@ -31,10 +31,7 @@
 
 -- name: enqueue
 -- Insert jobs from column arrays in one statement; a unique key an unfinished job of the same task (or, with unique_for, one within its period) holds is skipped.
-INSERT INTO leasequeue_job (id, task_path, queue_name, priority, backend, args, kwargs, run_after,
-                            max_attempts, timeout_seconds, backoff_seconds, unique_key, limits,
-                            flow_key, concurrency_key, pending_key, expires_at, unique_until,
-                            meta)
+INSERT INTO leasequeue_job ({{inserted_job_columns}})
 SELECT id, task_path, queue_name, priority, backend, args, kwargs, coalesce(run_after, now()),
        max_attempts, timeout_seconds, backoff_seconds, unique_key, limits, flow_key,
        concurrency_key, pending_key,
@@ -61,10 +58,7 @@ RETURNING id, enqueued_at, run_after;
 
 -- name: enqueue_one
 -- Insert one job with scalar parameters (cheaper to send than one-element arrays); as enqueue.
-INSERT INTO leasequeue_job (id, task_path, queue_name, priority, backend, args, kwargs, run_after,
-                            max_attempts, timeout_seconds, backoff_seconds, unique_key, limits,
-                            flow_key, concurrency_key, pending_key, expires_at, unique_until,
-                            meta)
+INSERT INTO leasequeue_job ({{inserted_job_columns}})
 SELECT %(id)s::uuid, %(task_path)s::text, %(queue_name)s::text, %(priority)s::smallint,
        %(backend)s::text, %(args)s::jsonb, %(kwargs)s::jsonb,
        coalesce(%(run_after)s::timestamptz, now()), %(max_attempts)s::integer,
@@ -83,8 +77,7 @@ RETURNING id, enqueued_at, run_after;
 
 -- name: enqueue_plain
 -- Insert one job without a unique key or limits: the common call, in the statement PostgreSQL parses and plans fastest (no arbitration, no NULL columns); as enqueue.
-INSERT INTO leasequeue_job (id, task_path, queue_name, priority, backend, args, kwargs, run_after,
-                            max_attempts, timeout_seconds, backoff_seconds, expires_at, meta)
+INSERT INTO leasequeue_job ({{plain_job_columns}})
 VALUES (%(id)s::uuid, %(task_path)s::text, %(queue_name)s::text, %(priority)s::smallint,
         %(backend)s::text, %(args)s::jsonb, %(kwargs)s::jsonb,
         coalesce(%(run_after)s::timestamptz, now()), %(max_attempts)s::integer,
@@ -107,10 +100,8 @@ SELECT leasequeue_enqueue_plain(
 SELECT now() AS now;
 
 -- name: copy_jobs
--- Bulk insert of jobs without unique keys (COPY; columns in the order protocol.JobCopy writes them).
-COPY leasequeue_job (id, task_path, queue_name, priority, backend, args, kwargs, run_after,
-                     enqueued_at, max_attempts, timeout_seconds, backoff_seconds, expires_at,
-                     meta)
+-- Bulk insert of jobs without unique keys (COPY; columns in the order executor.JobCopy writes them).
+COPY leasequeue_job ({{copied_job_columns}})
 FROM STDIN;
 
 -- name: claim_by_ids
@@ -151,11 +142,7 @@ SET status = 'running',
     lease_expires_at = now() + make_interval(secs => %(lease_seconds)s::float8)
 FROM picked
 WHERE job.id = picked.id
-RETURNING job.id, job.task_path, job.queue_name, job.priority, job.backend, job.args, job.kwargs,
-          job.attempt, job.max_attempts, job.lease_version, job.timeout_seconds,
-          job.backoff_seconds, job.checkpoint, job.enqueued_at, job.started_at,
-          job.last_attempted_at, job.worker_ids, job.errors, job.run_after, job.workflow_id,
-          job.upstream, job.has_dependents, job.meta;
+RETURNING {{job.claimed_job_columns}};
 
 -- name: claim_batch_with_expiring
 -- Poll path while jobs with an expiry wait: as claim_batch, merged with the jobs with an expiry, none past it.
@@ -212,11 +199,7 @@ SET status = 'running',
     lease_expires_at = now() + make_interval(secs => %(lease_seconds)s::float8)
 FROM picked
 WHERE job.id = picked.id
-RETURNING job.id, job.task_path, job.queue_name, job.priority, job.backend, job.args, job.kwargs,
-          job.attempt, job.max_attempts, job.lease_version, job.timeout_seconds,
-          job.backoff_seconds, job.checkpoint, job.enqueued_at, job.started_at,
-          job.last_attempted_at, job.worker_ids, job.errors, job.run_after, job.workflow_id,
-          job.upstream, job.has_dependents, job.meta;
+RETURNING {{job.claimed_job_columns}};
 
 -- name: claim_batch_by_queue
 -- Poll path while a queue is paused: as claim_batch, from the heads of these open queues (open_queues), never walking a paused queue's backlog.
@@ -252,11 +235,7 @@ SET status = 'running',
     lease_expires_at = now() + make_interval(secs => %(lease_seconds)s::float8)
 FROM picked
 WHERE job.id = picked.id
-RETURNING job.id, job.task_path, job.queue_name, job.priority, job.backend, job.args, job.kwargs,
-          job.attempt, job.max_attempts, job.lease_version, job.timeout_seconds,
-          job.backoff_seconds, job.checkpoint, job.enqueued_at, job.started_at,
-          job.last_attempted_at, job.worker_ids, job.errors, job.run_after, job.workflow_id,
-          job.upstream, job.has_dependents, job.meta;
+RETURNING {{job.claimed_job_columns}};
 
 -- name: oldest_due_job
 -- Fairness: the unlimited due job waiting longest, whatever its priority, none of a paused queue or past its expiry (one index probe per priority present, on each of claim_batch's two heads).

@@ -70,10 +70,7 @@ WITH schedule AS (
         WHERE job.status IN ('queued', 'retrying', 'running')
     ) AS unfinished
 ), job AS (
-    INSERT INTO leasequeue_job (id, task_path, queue_name, priority, backend, args, kwargs,
-                                max_attempts, timeout_seconds, backoff_seconds, unique_key,
-                                limits, flow_key, concurrency_key, pending_key, expires_at,
-                                meta)
+    INSERT INTO leasequeue_job ({{scheduled_job_columns}})
     SELECT %(job_id)s::uuid, %(task_path)s::text, %(queue_name)s::text, %(priority)s::smallint,
            %(backend)s::text, '[]'::jsonb,
            CASE WHEN %(takes_scheduled_at)s::boolean

@@ -13,10 +13,7 @@ RETURNING created_at;
 
 -- name: copy_steps
 -- Bulk insert of a workflow's steps (COPY; columns in the order workflows.enqueue writes them).
-COPY leasequeue_job (id, task_path, queue_name, priority, backend, args, kwargs, run_after,
-                     enqueued_at, max_attempts, timeout_seconds, backoff_seconds, limits,
-                     flow_key, concurrency_key, pending_key, status, workflow_id, step_name,
-                     run_if, upstream, has_dependents, meta, expires_at) FROM STDIN;
+COPY leasequeue_job ({{copied_step_columns}}) FROM STDIN;
 
 -- name: copy_dependencies
 -- Bulk insert of a workflow's dependency rows (COPY: parent, child, the parent's position).

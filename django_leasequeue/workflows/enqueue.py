@@ -10,13 +10,15 @@ from typing import TYPE_CHECKING
 
 from django.db import transaction
 
-from django_leasequeue import protocol
 from django_leasequeue.choices import JobStatus
 from django_leasequeue.enqueue.service import Enqueuer
 from django_leasequeue.exceptions import InvalidWorkflow
 from django_leasequeue.flow import backpressure
 from django_leasequeue.ids import uuid7_strs
-from django_leasequeue.protocol import NewJob
+from django_leasequeue.sql import jobs as jobs_sql
+from django_leasequeue.sql import workflows as workflows_sql
+from django_leasequeue.sql.executor import copy_rows, execute
+from django_leasequeue.sql.records import NO_LIMITS, NewJob
 from django_leasequeue.tasks_framework import TaskResult
 from django_leasequeue.workflows.handle import WorkflowHandle
 
@@ -57,12 +59,14 @@ def enqueue_workflow(workflow: "Workflow") -> WorkflowHandle:
             new_jobs = enqueuer.with_meta(new_jobs)
         if backpressure.capped(new_jobs, enqueuer.config.queue_limits):
             enqueuer.refuse_past_caps(new_jobs, resolved)
-        created_at = protocol.execute(
-            protocol.insert_workflow(workflow_id, workflow.name, enqueuer.alias, len(new_jobs)),
+        created_at = execute(
+            workflows_sql.insert_workflow(
+                workflow_id, workflow.name, enqueuer.alias, len(new_jobs)
+            ),
             database,
         )["created_at"]
-        now = protocol.execute(protocol.database_now(), database)
-        protocol.copy_rows(
+        now = execute(jobs_sql.database_now(), database)
+        copy_rows(
             "copy_steps",
             (
                 _step_row(
@@ -72,7 +76,7 @@ def enqueue_workflow(workflow: "Workflow") -> WorkflowHandle:
             ),
             database,
         )
-        protocol.copy_rows(
+        copy_rows(
             "copy_dependencies",
             (
                 (new_jobs[parent].id, new_jobs[child].id, position)
@@ -166,7 +170,7 @@ def _step_row(
     has_dependents: bool,
 ) -> tuple:
     task = job.task
-    limits = protocol.limit_columns(job.limits)
+    limits = job.limits or NO_LIMITS
     run_after = task.run_after or now
     return (
         job.id,
@@ -181,10 +185,10 @@ def _step_row(
         job.max_attempts,
         job.timeout_seconds,
         job.backoff_seconds,
-        limits["limits"],
-        limits["flow_key"],
-        limits["concurrency_key"],
-        limits["pending_key"],
+        limits.limits,
+        limits.flow_key,
+        limits.concurrency_key,
+        limits.pending_key,
         JobStatus.WAITING if parents else JobStatus.QUEUED,
         workflow_id,
         definition.name,

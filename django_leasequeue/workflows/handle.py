@@ -8,9 +8,10 @@ from uuid import UUID
 
 from asgiref.sync import sync_to_async
 
-from django_leasequeue import protocol
 from django_leasequeue.choices import WorkflowStatus
 from django_leasequeue.results import result_from_row
+from django_leasequeue.sql import reads as reads_sql
+from django_leasequeue.sql.executor import execute
 from django_leasequeue.tasks_framework import TaskResult, task_backends
 
 if TYPE_CHECKING:
@@ -75,8 +76,8 @@ class WorkflowHandle:
         self.step_ids = {str(name): str(job_id) for name, job_id in steps}
         by_id = {
             str(result_row["id"]): result_from_row(result_row)
-            for result_row in protocol.execute(
-                protocol.job_results([UUID(job_id) for job_id in self.step_ids.values()]), database
+            for result_row in execute(
+                reads_sql.job_results([UUID(job_id) for job_id in self.step_ids.values()]), database
             )
         }
         self.steps = {name: by_id[job_id] for name, job_id in self.step_ids.items()}

@@ -8,8 +8,10 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from django_leasequeue import protocol
 from django_leasequeue.models import Job
+from django_leasequeue.sql import jobs as jobs_sql
+from django_leasequeue.sql import operator_actions as operator_actions_sql
+from django_leasequeue.sql.executor import execute
 from tests.acceptance.browser import log_in, make_operator, screenshot_path
 from tests.helpers import claim_one, in_a_thread
 from tests.tasks import add, reports_progress
@@ -32,17 +34,17 @@ def _jobs_in_every_state() -> str:
     """Jobs the list shows; returns the id of the failed one the operator will retry."""
     for i in range(3):
         done = claim_one(add.using(queue_name="low").enqueue(i, i).id, "host-b:311")
-        protocol.execute(protocol.complete(done.lease, i + i))
+        execute(jobs_sql.complete(done.lease, i + i))
     busy = claim_one(reports_progress.using(queue_name="high").enqueue(100).id, "host-a:204")
-    protocol.execute(protocol.progress(busy.lease, 40, 100, "rows copied"))
+    execute(jobs_sql.progress(busy.lease, 40, 100, "rows copied"))
     claim_one(add.using(queue_name="other").enqueue(7, 7).id, "host-c:99", lease_seconds=0.01)
     add.using(queue_name="high", priority=5).enqueue(2, 2)
     cancelled = add.using(queue_name="low").enqueue(3, 3)
-    protocol.execute(protocol.cancel([cancelled.id]))
+    execute(operator_actions_sql.cancel([cancelled.id]))
 
     failing = claim_one(add.enqueue(20, 22).id, "host-a:204")
-    outcome = protocol.execute(
-        protocol.fail(
+    outcome = execute(
+        jobs_sql.fail(
             failing.lease,
             exception_class_path="builtins.ConnectionError",
             message="payments API unreachable",
@@ -131,7 +133,7 @@ def test_the_job_list_fits_common_screens_without_scrolling(
         add.using(queue_name="other").enqueue(1, 1).id,
         "a-very-long-host-name.eu-west-1.compute.internal:123456:w12:abcdef",
     )
-    protocol.execute(protocol.progress(long_path.lease, 3, 10, "a long progress message " * 6))
+    execute(jobs_sql.progress(long_path.lease, 3, 10, "a long progress message " * 6))
     page = open_page(viewport={"width": width, "height": 900}, admin_sidebar=sidebar == "open")
     log_in(page, live_server.url)
     sizes = page.evaluate(MEASURE_WIDTHS)

@@ -7,9 +7,10 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.test import Client
 
-from django_leasequeue import protocol
 from django_leasequeue.models import Job, StepDependency, WorkflowRun
 from django_leasequeue.operations import cancel_workflow
+from django_leasequeue.sql import jobs as jobs_sql
+from django_leasequeue.sql.executor import execute
 from example_project.matching.imports import NAME, SOURCES
 from example_project.matching.models import ImportRun
 from tests.example.demo_site import demo_urls
@@ -88,7 +89,7 @@ def test_the_result_carries_the_report_once_written(signed_in):
     report = Job.objects.get(workflow=workflow, step_name="report_import")
     Job.objects.filter(pk=report.pk).update(status="queued")
     claimed = claim_one(report.pk, "w-demo")
-    assert protocol.execute(protocol.complete(claimed.lease, "Imported 375 records."))
+    assert execute(jobs_sql.complete(claimed.lease, "Imported 375 records."))
     result = signed_in.get(f"/imports/{workflow.pk}/result.json").json()
     assert result["report"] == "Imported 375 records."
     home = signed_in.get("/").content.decode()

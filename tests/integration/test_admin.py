@@ -18,10 +18,12 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from django_leasequeue import protocol
 from django_leasequeue.admin.pagination import COUNT_TIME_LIMIT_MS, EstimatedCountPaginator
 from django_leasequeue.ids import uuid7
 from django_leasequeue.models import Job
+from django_leasequeue.sql import jobs as jobs_sql
+from django_leasequeue.sql import operator_actions as operator_actions_sql
+from django_leasequeue.sql.executor import execute
 from tests.helpers import claim_one, run_in_threads, snapshot
 from tests.tasks import add, quick_retry, report
 
@@ -39,8 +41,8 @@ def action_url(job_id, name: str) -> str:
 
 
 def _fail(lease, *, retryable: bool = False, message: str = "boom"):
-    return protocol.execute(
-        protocol.fail(
+    return execute(
+        jobs_sql.fail(
             lease,
             exception_class_path="builtins.ValueError",
             message=message,
@@ -59,7 +61,7 @@ def failed_job(*args, worker: str = "w-fail") -> UUID:
 
 def succeeded_job() -> UUID:
     claimed = claim_one(add.enqueue(1, 2).id, "w-ok")
-    assert protocol.execute(protocol.complete(claimed.lease, {"sum": 3})) is True
+    assert execute(jobs_sql.complete(claimed.lease, {"sum": 3})) is True
     return claimed.id
 
 
@@ -81,7 +83,7 @@ def run_action(client: Client, name: str, ids, **extra) -> list[str]:
 def test_changelist_shows_lease_state_progress_and_queue_summary(admin_client, backend):
     queued = add.enqueue(1, 2).id
     running = claim_one(add.using(queue_name="high").enqueue(3, 4).id, "host-1:42")
-    protocol.execute(protocol.progress(running.lease, 3, 4, "copying"))
+    execute(jobs_sql.progress(running.lease, 3, 4, "copying"))
     failed = failed_job(5)
     expired = claim_one(add.enqueue(5, 6).id, "host-2:7", lease_seconds=0.05)
     time.sleep(0.1)
@@ -190,8 +192,8 @@ def test_retry_requeues_failed_jobs_keeps_errors_and_signals_workers(
 
 def test_retry_skips_a_job_whose_unique_key_an_unfinished_job_holds(admin_client):
     first = claim_one(report.enqueue(5).id, "w")
-    protocol.execute(protocol.cancel([first.id]))
-    assert protocol.execute(protocol.finish_cancelled(first.lease)) is True
+    execute(operator_actions_sql.cancel([first.id]))
+    assert execute(jobs_sql.finish_cancelled(first.lease)) is True
     holder = report.enqueue(5).id  # the key is free again: a new job takes it
 
     messages = run_action(admin_client, "retry_jobs", [first.id])
@@ -221,9 +223,9 @@ def test_cancel_asks_for_confirmation_then_cancels_or_requests(admin_client):
     assert snapshot(queued)["status"] == "cancelled"
     job = snapshot(running.id)
     assert (job["status"], job["cancel_requested"]) == ("running", True)
-    reply = protocol.execute(protocol.heartbeat([running.lease], lease_seconds=30))
+    reply = execute(jobs_sql.heartbeat([running.lease], lease_seconds=30))
     assert reply.cancel_requested == {running.id}
-    assert protocol.execute(protocol.finish_cancelled(running.lease)) is True
+    assert execute(jobs_sql.finish_cancelled(running.lease)) is True
 
 
 def test_release_takes_the_job_from_its_worker_and_fences_it_out(
@@ -240,14 +242,14 @@ def test_release_takes_the_job_from_its_worker_and_fences_it_out(
     assert (job["status"], job["attempt"], job["lease_version"]) == ("retrying", 0, 2)
     assert redis_client.lrange(backend.wakeups.key("default"), 0, -1) == [str(held.id).encode()]
     # The old worker wakes up: every write it tries is dropped.
-    assert protocol.execute(protocol.complete(held.lease, "late")) is False
-    assert protocol.execute(protocol.heartbeat([held.lease], lease_seconds=30)).held == set()
+    assert execute(jobs_sql.complete(held.lease, "late")) is False
+    assert execute(jobs_sql.heartbeat([held.lease], lease_seconds=30)).held == set()
     assert claim_one(held.id, "w-new").attempt == 1
 
 
 def test_release_of_a_job_with_a_cancel_request_cancels_it(admin_client):
     held = claim_one(add.enqueue(1, 2).id, "dead-worker")
-    protocol.execute(protocol.cancel([held.id]))
+    execute(operator_actions_sql.cancel([held.id]))
 
     messages = run_action(admin_client, "release_jobs", [held.id], post="yes")
 
@@ -298,7 +300,7 @@ def test_select_across_applies_to_the_whole_filtered_list(admin_client):
 
 def test_detail_page_shows_json_errors_lease_and_buttons(admin_client):
     claimed = claim_one(quick_retry.enqueue({"n": 1, "tags": ["a"]}).id, "w1")
-    protocol.execute(protocol.checkpoint(claimed.lease, '{"step": 2}'))
+    execute(jobs_sql.checkpoint(claimed.lease, '{"step": 2}'))
     _fail(claimed.lease, retryable=True, message="first")
     job = Job.objects.get(pk=claimed.id)
     Job.objects.filter(pk=job.pk).update(run_after=job.run_after.replace(year=2000))
@@ -462,7 +464,7 @@ def test_retry_racing_the_worker_completing_the_job_never_undoes_success(
 
     def act(i: int):
         if i == 0:
-            return protocol.execute(protocol.complete(claimed.lease, round_ + 1))
+            return execute(jobs_sql.complete(claimed.lease, round_ + 1))
         return run_action(client, "retry_jobs", [claimed.id])
 
     completed, messages = run_in_threads(2, act)
@@ -485,7 +487,7 @@ def test_release_racing_the_worker_completing_exactly_one_wins(
 
     def act(i: int):
         if i == 0:
-            return protocol.execute(protocol.complete(claimed.lease, "done"))
+            return execute(jobs_sql.complete(claimed.lease, "done"))
         return run_action(client, "release_jobs", [claimed.id], post="yes")
 
     completed, messages = run_in_threads(2, act)
@@ -508,7 +510,7 @@ def test_cancel_racing_the_worker_completing_ends_in_one_terminal_state(
 
         def act(i: int, claimed=claimed, client=client):
             if i == 0:
-                return protocol.execute(protocol.complete(claimed.lease, "ok"))
+                return execute(jobs_sql.complete(claimed.lease, "ok"))
             return run_action(client, "cancel_jobs", [claimed.id], post="yes")
 
         completed, messages = run_in_threads(2, act)
@@ -527,8 +529,8 @@ def test_retry_racing_an_enqueue_of_the_same_unique_key_skips_instead_of_errorin
     admin_client, django_user_model
 ):
     first = claim_one(report.enqueue(9).id, "w")
-    protocol.execute(protocol.cancel([first.id]))
-    protocol.execute(protocol.finish_cancelled(first.lease))
+    execute(operator_actions_sql.cancel([first.id]))
+    execute(jobs_sql.finish_cancelled(first.lease))
     other = failed_job(1)
     inserted, committed = threading.Event(), threading.Event()
     client = _admin_in_thread(django_user_model)
@@ -588,13 +590,13 @@ def test_actions_are_recorded_in_each_jobs_history(admin_client):
 
 def test_detail_page_of_a_running_job_has_the_live_progress_bar(admin_client):
     running = claim_one(add.enqueue(1, 1).id, "w")
-    protocol.execute(protocol.progress(running.lease, 2, 8, "warming up"))
+    execute(jobs_sql.progress(running.lease, 2, 8, "warming up"))
     html = admin_client.get(change_url(running.id)).content.decode()
     assert "data-leasequeue-progress" in html and "leasequeue/progress.js" in html
     assert reverse("leasequeue:job-status", args=[running.id]) in html
     assert 'aria-valuenow="25"' in html and "warming up" in html
 
-    protocol.execute(protocol.complete(running.lease, 2))
+    execute(jobs_sql.complete(running.lease, 2))
     html = admin_client.get(change_url(running.id)).content.decode()
     # A finished job's stored bar, at the live bar's percentage: done is 100%.
     assert (
@@ -606,7 +608,7 @@ def test_detail_page_of_a_running_job_has_the_live_progress_bar(admin_client):
 
 def test_the_admin_and_the_live_bar_floor_the_same_percentage(admin_client):
     running = claim_one(add.enqueue(1, 1).id, "w")
-    protocol.execute(protocol.progress(running.lease, 2, 3, "two thirds"))  # 66.67%
+    execute(jobs_sql.progress(running.lease, 2, 3, "two thirds"))  # 66.67%
     html = admin_client.get(reverse("admin:leasequeue_job_changelist")).content.decode()
     assert (
         '66% · <span class="lq-clip lq-progress-message" title="two thirds">two thirds</span>'

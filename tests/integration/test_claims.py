@@ -3,10 +3,13 @@
 import asyncio
 
 import pytest
+from django.db import connection
 
-from django_leasequeue import protocol
 from django_leasequeue.models import Job
 from django_leasequeue.runtime.connection import connect_async
+from django_leasequeue.sql import jobs as jobs_sql
+from django_leasequeue.sql.executor import aexecute, execute
+from django_leasequeue.sql.job_columns import CLAIMED_JOB_COLUMNS
 from tests.helpers import (
     rows_read,
     rows_read_inside,
@@ -25,8 +28,8 @@ def test_two_connections_racing_claim_by_ids_exactly_one_wins_every_time(backend
         job_id = add.enqueue(1, 1).id
 
         def claim(i, job_id=job_id):
-            return protocol.execute(
-                protocol.claim_by_ids([job_id], worker_id=f"racer-{i}", lease_seconds=30)
+            return execute(
+                jobs_sql.claim_by_ids([job_id], worker_id=f"racer-{i}", lease_seconds=30)
             )
 
         winners = [claimed for claimed in run_in_threads(2, claim) if claimed]
@@ -36,8 +39,8 @@ def test_two_connections_racing_claim_by_ids_exactly_one_wins_every_time(backend
 
 def test_duplicate_ids_in_one_claim_are_claimed_once(backend):
     job_id = add.enqueue(1, 1).id
-    claimed = protocol.execute(
-        protocol.claim_by_ids([job_id, job_id, job_id], worker_id="w", lease_seconds=30)
+    claimed = execute(
+        jobs_sql.claim_by_ids([job_id, job_id, job_id], worker_id="w", lease_seconds=30)
     )
     assert [str(job.id) for job in claimed] == [job_id]
 
@@ -49,8 +52,8 @@ def test_threads_racing_claim_batch_claim_every_job_exactly_once(backend):
     def drain(i):
         mine = []
         while True:
-            batch = protocol.execute(
-                protocol.claim_batch(["default"], 7, worker_id=f"batcher-{i}", lease_seconds=30)
+            batch = execute(
+                jobs_sql.claim_batch(["default"], 7, worker_id=f"batcher-{i}", lease_seconds=30)
             )
             if not batch:
                 return mine
@@ -69,7 +72,7 @@ def test_claim_batch_takes_higher_priority_first_then_oldest(backend):
     high = add.using(priority=50).enqueue(0, 3).id
     # One at a time: the order a batch's rows come back in is the join's, not the claim's.
     claimed = [
-        protocol.execute(protocol.claim_batch(["default"], 1, worker_id="w", lease_seconds=30))
+        execute(jobs_sql.claim_batch(["default"], 1, worker_id="w", lease_seconds=30))
         for _ in range(4)
     ]
     assert [str(job.id) for [job] in claimed] == [high, first_default, second_default, low]
@@ -78,11 +81,9 @@ def test_claim_batch_takes_higher_priority_first_then_oldest(backend):
 def test_claim_batch_only_takes_the_named_queues(backend):
     other = add.using(queue_name="other").enqueue(1, 2).id
     default = add.enqueue(1, 2).id
-    claimed = protocol.execute(
-        protocol.claim_batch(["default"], 10, worker_id="w", lease_seconds=30)
-    )
+    claimed = execute(jobs_sql.claim_batch(["default"], 10, worker_id="w", lease_seconds=30))
     assert [str(job.id) for job in claimed] == [default]
-    claimed = protocol.execute(protocol.claim_batch(None, 10, worker_id="w", lease_seconds=30))
+    claimed = execute(jobs_sql.claim_batch(None, 10, worker_id="w", lease_seconds=30))
     assert [str(job.id) for job in claimed] == [other]
 
 
@@ -92,11 +93,11 @@ def test_async_connection_claims_and_heartbeats(backend):
     async def claim_and_beat():
         conn = await connect_async("default")
         try:
-            claimed = await protocol.aexecute(
-                protocol.claim_batch(["default"], 10, worker_id="async", lease_seconds=30), conn
+            claimed = await aexecute(
+                jobs_sql.claim_batch(["default"], 10, worker_id="async", lease_seconds=30), conn
             )
-            reply = await protocol.aexecute(
-                protocol.heartbeat([job.lease for job in claimed], lease_seconds=30), conn
+            reply = await aexecute(
+                jobs_sql.heartbeat([job.lease for job in claimed], lease_seconds=30), conn
             )
             return claimed, reply
         finally:
@@ -115,11 +116,11 @@ def test_claims_read_only_their_jobs_when_the_statistics_are_of_finished_jobs(ba
     statistics_of_finished_jobs(backend)
     backend.enqueue_many([(add, (1, n), {}) for n in range(10_000)])
     woken = list(Job.objects.order_by("-id").values_list("id", flat=True)[:10])
-    by_ids = protocol.claim_by_ids(woken, worker_id="w", lease_seconds=30)
-    poll = protocol.claim_batch(None, 10, worker_id="w", lease_seconds=30, with_expiring=False)
+    by_ids = jobs_sql.claim_by_ids(woken, worker_id="w", lease_seconds=30)
+    poll = jobs_sql.claim_batch(None, 10, worker_id="w", lease_seconds=30, with_expiring=False)
     assert rows_read_inside(by_ids) <= 20  # its 10 looked up, and updated
     assert rows_read_inside(poll) <= 40  # its 10, and locks re-read
-    assert {job.id for job in protocol.execute(by_ids)} == set(woken)
+    assert {job.id for job in execute(by_ids)} == set(woken)
 
 
 def test_batch_writes_find_their_jobs_by_key_among_many_running_ones(backend):
@@ -128,16 +129,16 @@ def test_batch_writes_find_their_jobs_by_key_among_many_running_ones(backend):
     job (and, late in a drain, every entry claimed since the last vacuum) to write their 10."""
     statistics_of_finished_jobs(backend)
     backend.enqueue_many([(add, (1, n), {}) for n in range(3_000)])
-    claimed = protocol.execute(
-        protocol.claim_batch(None, 3_000, worker_id="w", lease_seconds=30, with_expiring=False)
+    claimed = execute(
+        jobs_sql.claim_batch(None, 3_000, worker_id="w", lease_seconds=30, with_expiring=False)
     )
     assert len(claimed) == 3_000
     batch = [job.lease for job in claimed[:10]]
-    completion = protocol.complete_many([(lease, "3") for lease in batch])
-    heartbeat = protocol.heartbeat(batch, lease_seconds=30)
+    completion = jobs_sql.complete_many([(lease, "3") for lease in batch])
+    heartbeat = jobs_sql.heartbeat(batch, lease_seconds=30)
     assert rows_read_inside(completion) <= 20  # its 10 looked up, and updated
     assert rows_read(heartbeat) <= 40  # its 10 looked up, locked, renewed
-    assert protocol.execute(completion) == {lease.job_id for lease in batch}
+    assert execute(completion) == {lease.job_id for lease in batch}
 
 
 def test_plans_cached_on_a_nearly_empty_table_still_find_a_later_backlogs_jobs_by_key(backend):
@@ -146,17 +147,17 @@ def test_plans_cached_on_a_nearly_empty_table_still_find_a_later_backlogs_jobs_b
     plan that scans the table once a backlog has arrived: with one, each claim and completion
     of 10 read every one of 3,000 jobs, until autovacuum analysed the table."""
     first = statistics_of_a_nearly_empty_table(backend)
-    claimed = protocol.execute(protocol.claim_by_ids(first, worker_id="w", lease_seconds=30))
-    protocol.execute(protocol.complete_many([(job.lease, "1") for job in claimed]))  # planned now
+    claimed = execute(jobs_sql.claim_by_ids(first, worker_id="w", lease_seconds=30))
+    execute(jobs_sql.complete_many([(job.lease, "1") for job in claimed]))  # planned now
     backend.enqueue_many([(add, (1, n), {}) for n in range(3_000)])
     woken = list(Job.objects.filter(status="queued").values_list("id", flat=True)[:10])
-    claim = protocol.claim_by_ids(woken, worker_id="w", lease_seconds=30)
+    claim = jobs_sql.claim_by_ids(woken, worker_id="w", lease_seconds=30)
     assert rows_read_inside(claim) <= 20  # its 10 looked up, and updated
-    claimed = protocol.execute(claim)
+    claimed = execute(claim)
     assert {job.id for job in claimed} == set(woken)
-    completion = protocol.complete_many([(job.lease, "3") for job in claimed])
+    completion = jobs_sql.complete_many([(job.lease, "3") for job in claimed])
     assert rows_read_inside(completion) <= 20
-    assert protocol.execute(completion) == {job.id for job in claimed}
+    assert execute(completion) == {job.id for job in claimed}
 
 
 @pytest.mark.parametrize("queues", [None, ["default"], ["default", "other", "default"]])
@@ -168,13 +169,13 @@ def test_a_poll_planned_on_a_nearly_empty_table_walks_a_later_backlog_from_its_h
     queue, and read a whole backlog to find a queue's first 10 jobs. The poll of several queues
     is planned at every execution."""
     statistics_of_a_nearly_empty_table(backend)
-    poll = protocol.claim_batch(queues, 10, worker_id="w", lease_seconds=30, with_expiring=False)
-    protocol.execute(poll)  # planned now, on three jobs
+    poll = jobs_sql.claim_batch(queues, 10, worker_id="w", lease_seconds=30, with_expiring=False)
+    execute(poll)  # planned now, on three jobs
     backend.enqueue_many([(add, (1, n), {}) for n in range(3_000)])
     assert rows_read_inside(poll) <= 40  # its 10, and locks re-read
     queued = Job.objects.filter(status="queued").order_by("-priority", "run_after", "id")
     due = {job.id for job in queued[:10]}
-    assert {job.id for job in protocol.execute(poll)} == due
+    assert {job.id for job in execute(poll)} == due
 
 
 def test_a_poll_of_one_queue_passes_jobs_with_an_expiry_but_walks_at_most_1000_rows(backend):
@@ -189,10 +190,32 @@ def test_a_poll_of_one_queue_passes_jobs_with_an_expiry_but_walks_at_most_1000_r
         ]
     )
     plain = add.enqueue(1, 1).id
-    poll = protocol.claim_batch(
+    poll = jobs_sql.claim_batch(
         ["default"], 10, worker_id="w", lease_seconds=30, with_expiring=False
     )
     assert rows_read_inside(poll) <= 1_000
-    assert protocol.execute(poll) == []  # within its walk, only jobs with an expiry
+    assert execute(poll) == []  # within its walk, only jobs with an expiry
     Job.objects.filter(expires_at__isnull=False).delete()
-    assert [str(job.id) for job in protocol.execute(poll)] == [plain]
+    assert [str(job.id) for job in execute(poll)] == [plain]
+
+
+def test_the_installed_claim_functions_return_the_columns_of_the_one_list():
+    """Every claim's columns are CLAIMED_JOB_COLUMNS: the statements' lists are made of it, and
+    the functions the migrations installed (their text written out) must return the same."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT proc.proname, array_agg(arg.name ORDER BY arg.position)
+            FROM pg_proc AS proc
+            CROSS JOIN LATERAL unnest(proc.proargnames, proc.proargmodes)
+                WITH ORDINALITY AS arg(name, mode, position)
+            WHERE proc.proname IN ('leasequeue_claim_by_ids', 'leasequeue_claim_batch')
+              AND arg.mode = 't'
+            GROUP BY proc.proname
+            """
+        )
+        returned = dict(cursor.fetchall())
+    assert returned == {
+        "leasequeue_claim_by_ids": list(CLAIMED_JOB_COLUMNS),
+        "leasequeue_claim_batch": list(CLAIMED_JOB_COLUMNS),
+    }

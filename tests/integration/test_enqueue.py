@@ -9,9 +9,11 @@ from django.db import connections, transaction
 from django.test import override_settings
 from django.utils import timezone
 
-from django_leasequeue import protocol
 from django_leasequeue.exceptions import InvalidTaskArguments
 from django_leasequeue.models import Job
+from django_leasequeue.sql import jobs as jobs_sql
+from django_leasequeue.sql import operator_actions as operator_actions_sql
+from django_leasequeue.sql.executor import execute
 from django_leasequeue.tasks_framework import InvalidTask
 from django_leasequeue.tasks_framework import signals as task_signals
 from tests.helpers import try_claim, try_claim_batch
@@ -117,7 +119,7 @@ def test_unique_key_returns_the_unfinished_job_instead_of_a_second(backend):
     assert Job.objects.filter(unique_key="report:7").count() == 1
     both = backend.enqueue_many([(report, (9,), {}), (report, (9,), {})])
     assert both[0].id == both[1].id
-    protocol.execute(protocol.cancel([first.id]))
+    execute(operator_actions_sql.cancel([first.id]))
     assert report.enqueue(7).id != first.id  # a finished job no longer holds its key
 
 
@@ -472,10 +474,10 @@ def test_the_plain_insert_stores_what_the_full_one_does(backend, conn_max_age, m
     short one leaves out reads alike."""
     monkeypatch.setitem(connections["default"].settings_dict, "CONN_MAX_AGE", conn_max_age)
     job = backend.enqueuer.new_job("0190a5c0-0000-7000-8000-000000000001", add, (1, 2), {}, {})
-    assert protocol.enqueue([job]).query.name == "enqueue_plain"
-    assert protocol.enqueue([job], cached_plan=True).query.name == "enqueue_plain_cached"
+    assert jobs_sql.enqueue([job]).query.name == "enqueue_plain"
+    assert jobs_sql.enqueue([job], cached_plan=True).query.name == "enqueue_plain_cached"
     keyed_job = job._replace(unique_key="k")
-    assert protocol.enqueue([keyed_job], cached_plan=True).query.name == "enqueue_one"
+    assert jobs_sql.enqueue([keyed_job], cached_plan=True).query.name == "enqueue_one"
     plain = add.using(priority=5, queue_name="other").enqueue(1, 2)
     keyed = report.enqueue(1)  # a keyed task: the full statement
     names = [f.attname for f in Job._meta.fields]

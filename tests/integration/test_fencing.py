@@ -2,10 +2,12 @@
 
 import pytest
 
-from django_leasequeue import protocol
 from django_leasequeue.exceptions import LeaseLost
 from django_leasequeue.fencing import fenced_atomic
 from django_leasequeue.models import Job
+from django_leasequeue.sql import jobs as jobs_sql
+from django_leasequeue.sql import operator_actions as operator_actions_sql
+from django_leasequeue.sql.executor import execute
 from tests.helpers import claim_and_let_expire, claim_one, recover, snapshot, wait_until_due
 from tests.models import Receipt
 from tests.tasks import quick_retry
@@ -26,7 +28,7 @@ def taken_over_job(backend):
 
 
 def _fail(lease):
-    return protocol.fail(
+    return jobs_sql.fail(
         lease,
         exception_class_path="builtins.ValueError",
         message="stale",
@@ -40,20 +42,20 @@ def test_stale_worker_writes_are_all_rejected_and_change_nothing(taken_over_job)
     stale, current = taken_over_job
     before = snapshot(current.id)
 
-    assert protocol.execute(protocol.complete(stale.lease, "stale result")) is False
-    assert protocol.execute(_fail(stale.lease)) is None
-    assert protocol.execute(protocol.progress(stale.lease, 5, 10, "stale")) is False
-    assert protocol.execute(protocol.checkpoint(stale.lease, '{"step": 99}')) is False
-    assert protocol.execute(protocol.hand_back(stale.lease)) is False
-    assert protocol.execute(protocol.finish_cancelled(stale.lease)) is False
-    assert protocol.execute(protocol.heartbeat([stale.lease], lease_seconds=30)).held == set()
+    assert execute(jobs_sql.complete(stale.lease, "stale result")) is False
+    assert execute(_fail(stale.lease)) is None
+    assert execute(jobs_sql.progress(stale.lease, 5, 10, "stale")) is False
+    assert execute(jobs_sql.checkpoint(stale.lease, '{"step": 99}')) is False
+    assert execute(jobs_sql.hand_back(stale.lease)) is False
+    assert execute(jobs_sql.finish_cancelled(stale.lease)) is False
+    assert execute(jobs_sql.heartbeat([stale.lease], lease_seconds=30)).held == set()
     with pytest.raises(LeaseLost), fenced_atomic(stale.lease):
         Receipt.objects.create(job_id=stale.id, written_by="worker-a")
 
     assert Receipt.objects.count() == 0
     assert snapshot(current.id) == before
 
-    assert protocol.execute(protocol.progress(current.lease, 10, 10, "done")) is True
+    assert execute(jobs_sql.progress(current.lease, 10, 10, "done")) is True
     with fenced_atomic(current.lease) as fence:
         Receipt.objects.create(job_id=current.id, written_by="worker-b")
         fence.complete({"by": "worker-b"})
@@ -92,9 +94,7 @@ def test_the_deprecated_using_names_still_reach_the_database(backend):
 def test_heartbeat_answers_per_lease_in_one_statement(backend):
     kept, lost, cancelled = (claim_one(quick_retry.enqueue(i).id, "w") for i in range(3))
     Job.objects.filter(pk=lost.id).update(lease_version=99)  # another claim took it
-    protocol.execute(protocol.cancel([cancelled.id]))
-    reply = protocol.execute(
-        protocol.heartbeat([kept.lease, lost.lease, cancelled.lease], lease_seconds=30)
-    )
+    execute(operator_actions_sql.cancel([cancelled.id]))
+    reply = execute(jobs_sql.heartbeat([kept.lease, lost.lease, cancelled.lease], lease_seconds=30))
     assert reply.held == {kept.id, cancelled.id}
     assert reply.cancel_requested == {cancelled.id}

@@ -11,10 +11,12 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from django.db import connection, connections, transaction
 
-from django_leasequeue import protocol
 from django_leasequeue.models import Job
 from django_leasequeue.runtime.database import Database
 from django_leasequeue.runtime.flow_claims import FlowClaimer
+from django_leasequeue.sql import flow as flow_sql
+from django_leasequeue.sql import jobs as jobs_sql
+from django_leasequeue.sql.executor import execute
 from tests import flow_tasks
 from tests.acceptance.harness import wait_until
 from tests.helpers import claim_limited, try_claim, try_claim_batch
@@ -78,7 +80,7 @@ def test_a_slot_freed_while_another_claimer_holds_its_lock_is_taken_when_that_on
     leaving it idle until the next poll."""
     ids = [flow_tasks.llm_call.enqueue(user_id, 0, 0).id for user_id in range(4)]
     first, second = claim_limited(free=10)  # the queue's two slots
-    assert protocol.execute(protocol.complete(first.lease, None))  # one ends: a slot is free
+    assert execute(jobs_sql.complete(first.lease, None))  # one ends: a slot is free
     [queue_key] = [limit["key"] for limit in Job.objects.get(pk=ids[3]).limits if "queue" in limit]
     holding, release = threading.Event(), threading.Event()
 
@@ -178,7 +180,7 @@ def test_the_flow_claim_reads_a_handful_of_rows_of_a_big_backlog(backend):
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE leasequeue_job")
         cursor.execute("BEGIN")
-        statement = protocol.flow_candidates(None, after="", partitions=20, per_partition=10)
+        statement = flow_sql.flow_candidates(None, after="", partitions=20, per_partition=10)
         cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {statement.query.sql}", statement.params)
         [[[plan]]] = cursor.fetchall()
         cursor.execute("ROLLBACK")

@@ -8,9 +8,11 @@ from django.core.management import call_command
 from django.test import override_settings
 from django.urls import reverse
 
-from django_leasequeue import JobStatus, protocol
+from django_leasequeue import JobStatus
 from django_leasequeue.models import Job
 from django_leasequeue.progress.access import job_token
+from django_leasequeue.sql import jobs as jobs_sql
+from django_leasequeue.sql.executor import execute
 from django_leasequeue.tasks_framework import TaskResultStatus, task_backends
 from tests.tasks import add
 
@@ -58,10 +60,8 @@ def test_cancel_and_admin_actions_change_the_job_database(jobs_backend, admin_cl
 
 def test_progress_views_read_the_job_database(jobs_backend, client):
     job_id = add.enqueue(1, 2).id
-    claimed = protocol.execute(
-        protocol.claim_by_ids([job_id], worker_id="w", lease_seconds=30), "jobs"
-    )[0]
-    assert protocol.execute(protocol.progress(claimed.lease, 1, 4, "a quarter"), "jobs")
+    claimed = execute(jobs_sql.claim_by_ids([job_id], worker_id="w", lease_seconds=30), "jobs")[0]
+    assert execute(jobs_sql.progress(claimed.lease, 1, 4, "a quarter"), "jobs")
     url = reverse("leasequeue:job-status", args=[job_id])
     state = client.get(url, {"token": job_token(job_id)}).json()
     assert (state["status"], state["percent"], state["message"]) == ("running", 25, "a quarter")

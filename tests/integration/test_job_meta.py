@@ -5,13 +5,14 @@ transaction."""
 import pytest
 from django.db import transaction
 
-from django_leasequeue import chain, protocol, step
+from django_leasequeue import chain, step
 from django_leasequeue.exceptions import InvalidTaskArguments
 from django_leasequeue.models import Job
-from django_leasequeue.protocol import database_now
 from django_leasequeue.schedules.declaration import declaration_of
 from django_leasequeue.schedules.firing import run_now
-from django_leasequeue.schedules.statements import sync_schedules
+from django_leasequeue.sql.executor import execute
+from django_leasequeue.sql.jobs import database_now
+from django_leasequeue.sql.schedules import sync_schedules
 from django_leasequeue.tasks_framework import task_backends
 from tests.helpers import try_claim, try_claim_batch
 from tests.hook_examples import current_tenant
@@ -86,9 +87,9 @@ def test_before_enqueue_adds_to_meta_on_every_path(hooked, tenant):
     steps = Job.objects.filter(workflow_id=handle.id)
     assert [job.meta for job in steps] == [{"tenant": "acme", "seen": True}] * 2
     declaration = declaration_of(tick)
-    now = protocol.execute(database_now())
+    now = execute(database_now())
     first_tick = next(iter(declaration.timing.ticks_after(now)))
-    protocol.execute(sync_schedules("default", [declaration], [first_tick], now))
+    execute(sync_schedules("default", [declaration], [first_tick], now))
     job_id = run_now(hooked.enqueuer, declaration)
     assert Job.objects.get(pk=job_id).meta == {"tenant": "acme", "seen": True}
 

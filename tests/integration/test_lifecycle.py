@@ -5,8 +5,10 @@ from datetime import timedelta
 import pytest
 from django.db import transaction
 
-from django_leasequeue import protocol
 from django_leasequeue.models import Job
+from django_leasequeue.sql import jobs as jobs_sql
+from django_leasequeue.sql import operator_actions as operator_actions_sql
+from django_leasequeue.sql.executor import execute
 from django_leasequeue.tasks_framework import TaskResultStatus, task_enqueued
 from tests.helpers import claim_one, snapshot, try_claim, try_claim_batch, wait_until_due
 from tests.tasks import add, flaky, quick_retry
@@ -15,8 +17,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def _fail(lease, retryable=True, message="boom"):
-    return protocol.execute(
-        protocol.fail(
+    return execute(
+        jobs_sql.fail(
             lease,
             exception_class_path="builtins.ValueError",
             message=message,
@@ -71,18 +73,18 @@ def test_non_retryable_error_fails_at_once(backend):
 
 def test_cancel_queued_job_is_immediate_and_final(backend):
     job_id = add.enqueue(1, 2).id
-    assert protocol.execute(protocol.cancel([job_id])) == {Job.objects.get().id: "cancelled"}
+    assert execute(operator_actions_sql.cancel([job_id])) == {Job.objects.get().id: "cancelled"}
     assert try_claim([job_id], "w") == []
     assert backend.get_result(job_id).status == TaskResultStatus.FAILED
-    assert protocol.execute(protocol.cancel([job_id])) == {}  # nothing left to cancel
+    assert execute(operator_actions_sql.cancel([job_id])) == {}  # nothing left to cancel
 
 
 def test_cancel_running_job_is_requested_then_finished_by_its_worker(backend):
     claimed = claim_one(add.enqueue(1, 2).id, "w")
     assert backend.cancel([claimed.id]) == {claimed.id: "cancel_requested"}
-    reply = protocol.execute(protocol.heartbeat([claimed.lease], lease_seconds=30))
+    reply = execute(jobs_sql.heartbeat([claimed.lease], lease_seconds=30))
     assert reply.cancel_requested == {claimed.id}
-    assert protocol.execute(protocol.finish_cancelled(claimed.lease)) is True
+    assert execute(jobs_sql.finish_cancelled(claimed.lease)) is True
     assert Job.objects.get(pk=claimed.id).status == "cancelled"
 
 
@@ -95,7 +97,7 @@ def test_failure_after_cancel_request_ends_cancelled_not_retried(backend):
 
 def test_release_gives_the_job_back_without_counting_the_attempt(backend):
     claimed = claim_one(add.enqueue(1, 2).id, "w")
-    assert protocol.execute(protocol.hand_back(claimed.lease)) is True
+    assert execute(jobs_sql.hand_back(claimed.lease)) is True
     assert Job.objects.get(pk=claimed.id).worker_ids == []
     again = claim_one(claimed.id, "w2")
     assert again.attempt == 1 and again.lease.lease_version == 2
@@ -114,7 +116,7 @@ def test_get_result_reports_every_status(backend):
         _ = result.return_value
 
     done = claim_one(add.enqueue(3, 4).id, "w-done")
-    protocol.execute(protocol.complete(done.lease, 7))
+    execute(jobs_sql.complete(done.lease, 7))
     result = backend.get_result(str(done.id))
     assert (result.status, result.return_value) == (TaskResultStatus.SUCCESSFUL, 7)
     assert result.finished_at is not None and result.is_finished
@@ -144,7 +146,7 @@ def test_get_result_reports_every_status(backend):
 def test_result_refresh_follows_the_row(backend):
     result = add.enqueue(1, 2)
     claimed = claim_one(result.id, "w")
-    protocol.execute(protocol.complete(claimed.lease, 3))
+    execute(jobs_sql.complete(claimed.lease, 3))
     result.refresh()
     assert result.status == TaskResultStatus.SUCCESSFUL and result.return_value == 3
 

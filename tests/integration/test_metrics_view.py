@@ -158,16 +158,18 @@ async def test_a_write_refused_by_fencing_counts_as_a_stale_write():
     from asgiref.sync import sync_to_async
     from django.db import connections
 
-    from django_leasequeue import protocol
     from django_leasequeue.exceptions import LeaseLost
     from django_leasequeue.runtime.database import Database
     from django_leasequeue.runtime.job_handle import JobHandle
+    from django_leasequeue.sql import operator_actions as operator_actions_sql
+    from django_leasequeue.sql.executor import execute
+    from django_leasequeue.sql.records import ClaimedJob
     from tests.helpers import claim_one
 
-    def take_away() -> protocol.ClaimedJob:
+    def take_away() -> ClaimedJob:
         try:
             claimed = claim_one(add.using(queue_name="low").enqueue(1, 2).id, "worker-a")
-            assert protocol.execute(protocol.force_release([claimed.id]))
+            assert execute(operator_actions_sql.force_release([claimed.id]))
             return claimed
         finally:
             connections.close_all()  # this thread's connection, or the test database stays busy

@@ -13,7 +13,6 @@ from channels.testing import WebsocketCommunicator
 from django.urls import path
 
 from django_leasequeue import progress_events as events
-from django_leasequeue import protocol
 from django_leasequeue.ids import uuid7
 from django_leasequeue.progress.access import job_token
 from django_leasequeue.progress.consumers import (
@@ -24,6 +23,9 @@ from django_leasequeue.progress.consumers import (
     JobProgressConsumer,
 )
 from django_leasequeue.routing import websocket_urlpatterns
+from django_leasequeue.sql import jobs as jobs_sql
+from django_leasequeue.sql.executor import execute
+from django_leasequeue.sql.records import ClaimedJob
 from tests.asgi import application
 from tests.helpers import claim_one
 from tests.servers import RedisServer
@@ -51,7 +53,7 @@ async def _refused(communicator: WebsocketCommunicator) -> int:
     return code
 
 
-_execute = database_sync_to_async(protocol.execute)
+_execute = database_sync_to_async(execute)
 
 
 @pytest.fixture
@@ -65,9 +67,9 @@ def staff_cookie(db):
     return session_cookie(staff_user(can_view=True))
 
 
-async def _report(job: protocol.ClaimedJob, current: float, total: float, message: str) -> None:
+async def _report(job: ClaimedJob, current: float, total: float, message: str) -> None:
     """What the worker runtime does on ``context.progress``: fenced write, then publish."""
-    written = await _execute(protocol.progress(job.lease, current, total, message))
+    written = await _execute(jobs_sql.progress(job.lease, current, total, message))
     assert written
     await events.apublish(
         job.id, {"kind": "progress", "current": current, "total": total, "message": message}
@@ -77,7 +79,7 @@ async def _report(job: protocol.ClaimedJob, current: float, total: float, messag
 async def test_staff_viewer_gets_snapshot_then_live_events_then_final_and_close(
     running_job, staff_cookie
 ):
-    await _execute(protocol.progress(running_job.lease, 2, 10, "warming"))
+    await _execute(jobs_sql.progress(running_job.lease, 2, 10, "warming"))
     socket = _socket(running_job.id, cookie=staff_cookie)
     assert await socket.connect() == (True, None)
 
@@ -102,7 +104,7 @@ async def test_staff_viewer_gets_snapshot_then_live_events_then_final_and_close(
         "message": "crunching",
     }
 
-    done = await _execute(protocol.complete(running_job.lease, 42))
+    done = await _execute(jobs_sql.complete(running_job.lease, 42))
     assert done
     await events.apublish(running_job.id, {"kind": "status", "status": "succeeded"})
     assert await socket.receive_json_from(timeout=3) == {"kind": "status", "status": "succeeded"}
@@ -228,8 +230,8 @@ async def test_unknown_job_is_refused_even_with_its_token(db):
 
 
 async def test_late_viewer_of_a_finished_job_gets_its_final_state_and_close(running_job):
-    await _execute(protocol.progress(running_job.lease, 3, 4, "almost"))
-    await _execute(protocol.complete(running_job.lease, None))
+    await _execute(jobs_sql.progress(running_job.lease, 3, 4, "almost"))
+    await _execute(jobs_sql.complete(running_job.lease, None))
     socket = _socket(running_job.id, token=job_token(running_job.id))
     assert (await socket.connect())[0]
     snapshot = await socket.receive_json_from(timeout=3)
@@ -256,7 +258,7 @@ async def test_a_job_that_ends_without_any_event_is_noticed_from_the_database(ru
     socket = _socket(running_job.id, token=job_token(running_job.id), app=fast)
     assert (await socket.connect())[0]
     assert (await socket.receive_json_from(timeout=3))["kind"] == "snapshot"
-    await _execute(protocol.finish_cancelled(running_job.lease))
+    await _execute(jobs_sql.finish_cancelled(running_job.lease))
     final = await socket.receive_json_from(timeout=3)
     assert (final["kind"], final["status"], final["final"]) == ("final", "cancelled", True)
     await _closed(socket)
@@ -286,7 +288,7 @@ async def test_only_one_final_state_is_sent_however_many_end_events_arrive(runni
     socket = _socket(running_job.id, token=job_token(running_job.id))
     assert (await socket.connect())[0]
     assert (await socket.receive_json_from(timeout=3))["kind"] == "snapshot"
-    assert await _execute(protocol.finish_cancelled(running_job.lease))
+    assert await _execute(jobs_sql.finish_cancelled(running_job.lease))
     await events.apublish(running_job.id, {"kind": "status", "status": "cancelled"})
     await events.apublish(running_job.id, {"kind": "status", "status": "cancelled"})
     assert (await socket.receive_json_from(timeout=3))["kind"] == "status"

@@ -6,10 +6,11 @@ from html.parser import HTMLParser
 import pytest
 from django.template import Context, Template
 
-from django_leasequeue import protocol
 from django_leasequeue.ids import uuid7
 from django_leasequeue.models import Job
 from django_leasequeue.progress.access import token_allows
+from django_leasequeue.sql import jobs as jobs_sql
+from django_leasequeue.sql.executor import execute
 from tests.helpers import claim_one
 from tests.tasks import quick_retry
 
@@ -57,7 +58,7 @@ def _render(job, label: str = "") -> _Elements:
 @pytest.fixture
 def job(backend):
     claimed = claim_one(quick_retry.enqueue(1).id, "worker-a")
-    assert protocol.execute(protocol.progress(claimed.lease, 30, 40, "step 30 of 40"))
+    assert execute(jobs_sql.progress(claimed.lease, 30, 40, "step 30 of 40"))
     return claimed
 
 
@@ -93,7 +94,7 @@ def test_bar_shows_the_stored_progress_accessibly(job, given_as):
 
 def test_unknown_total_leaves_the_bar_indeterminate(backend):
     claimed = claim_one(quick_retry.enqueue(1).id, "worker-a")
-    assert protocol.execute(protocol.progress(claimed.lease, 5, None, "counting"))
+    assert execute(jobs_sql.progress(claimed.lease, 5, None, "counting"))
     page = _render(claimed.id)
     assert "aria-valuenow" not in page.one(role="progressbar")
     assert "leasequeue-progress__percent" not in page.text_by_class
@@ -101,7 +102,7 @@ def test_unknown_total_leaves_the_bar_indeterminate(backend):
 
 
 def test_finished_job_is_drawn_final_at_full_width(job):
-    assert protocol.execute(protocol.complete(job.lease, None))
+    assert execute(jobs_sql.complete(job.lease, None))
     page = _render(job.id)
     assert page.one(role="progressbar")["aria-valuenow"] == "100"
     assert page.text_by_class["leasequeue-progress__status"] == "Succeeded"

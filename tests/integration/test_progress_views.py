@@ -3,9 +3,10 @@
 import pytest
 from django.test import Client
 
-from django_leasequeue import protocol
 from django_leasequeue.ids import uuid7
 from django_leasequeue.progress.access import job_token
+from django_leasequeue.sql import jobs as jobs_sql
+from django_leasequeue.sql.executor import execute
 from tests.helpers import claim_one
 from tests.tasks import quick_retry
 from tests.viewers import aged_token, forged_token, staff_user
@@ -16,7 +17,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def job(backend):
     claimed = claim_one(quick_retry.enqueue(1).id, "worker-a")
-    assert protocol.execute(protocol.progress(claimed.lease, 3, 12, "a quarter"))
+    assert execute(jobs_sql.progress(claimed.lease, 3, 12, "a quarter"))
     return claimed
 
 

@@ -21,17 +21,22 @@ from django.urls import reverse
 from django.utils import timezone
 from prometheus_client import REGISTRY
 
-from django_leasequeue import Snooze, protocol
-from django_leasequeue.control import pausing, statements
+from django_leasequeue import Snooze
+from django_leasequeue.control import pausing
 from django_leasequeue.control.permission import ensure_pause_permission
 from django_leasequeue.exceptions import PauseFailed
 from django_leasequeue.management import status_output, status_report
 from django_leasequeue.metrics.gauges import DatabaseCollector
 from django_leasequeue.models import Job, PausedQueue
-from django_leasequeue.protocol import database_now
 from django_leasequeue.schedules.declaration import declaration_of
 from django_leasequeue.schedules.firing import run_now
-from django_leasequeue.schedules.statements import sync_schedules
+from django_leasequeue.sql import flow as flow_sql
+from django_leasequeue.sql import jobs as jobs_sql
+from django_leasequeue.sql import operator_actions as operator_actions_sql
+from django_leasequeue.sql import queue_control as queue_control_sql
+from django_leasequeue.sql.executor import execute
+from django_leasequeue.sql.jobs import database_now
+from django_leasequeue.sql.schedules import sync_schedules
 from django_leasequeue.tasks_framework import InvalidTask
 from tests import control_tasks, flow_tasks
 from tests.acceptance import harness
@@ -80,16 +85,14 @@ def test_a_paused_queue_is_skipped_by_every_claim_path(backend):
 
     assert [str(job.id) for job in try_claim([*paused_jobs, live])] == [live]
     assert try_claim_batch(["other"]) == []
-    assert protocol.execute(protocol.oldest_due_job(None)) is None  # the live one is taken
-    candidates = protocol.execute(
-        protocol.flow_candidates(None, after="", partitions=5, per_partition=5)
-    )
+    assert execute(jobs_sql.oldest_due_job(None)) is None  # the live one is taken
+    candidates = execute(flow_sql.flow_candidates(None, after="", partitions=5, per_partition=5))
     assert str(limited) not in {str(job.id) for job in candidates.jobs}
     with transaction.atomic():
-        flow_claim = protocol.claim_by_ids(
+        flow_claim = jobs_sql.claim_by_ids(
             [limited], worker_id="w", lease_seconds=30, flow_claim=True
         )
-        assert protocol.execute(flow_claim) == []
+        assert execute(flow_claim) == []
 
     backend.resume_queue("other")
     assert {str(job.id) for job in try_claim_batch(["other"])} == set(paused_jobs)
@@ -104,14 +107,12 @@ def test_while_a_queue_is_paused_polls_read_each_open_queues_head_in_claim_order
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE leasequeue_job")
 
-    found = protocol.execute(statements.open_queues(None))
+    found = execute(queue_control_sql.open_queues(None))
     assert (found.paused, found.open) == (["other"], ["default", "high"])
-    assert protocol.execute(statements.open_queues(["other", "low"])).open == ["low"]
-    assert (
-        protocol.execute(protocol.oldest_due_job_by_queue(found.open)) == Job.objects.get(pk=low).pk
-    )
+    assert execute(queue_control_sql.open_queues(["other", "low"])).open == ["low"]
+    assert execute(jobs_sql.oldest_due_job_by_queue(found.open)) == Job.objects.get(pk=low).pk
 
-    statement = protocol.claim_batch_by_queue(found.open, 10, worker_id="w", lease_seconds=30)
+    statement = jobs_sql.claim_batch_by_queue(found.open, 10, worker_id="w", lease_seconds=30)
     with connection.cursor() as cursor:
         cursor.execute("BEGIN")
         cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {statement.query.sql}", statement.params)
@@ -123,7 +124,7 @@ def test_while_a_queue_is_paused_polls_read_each_open_queues_head_in_claim_order
     )
     assert read <= 20, read  # the 3,000 paused jobs are never walked
 
-    claimed = protocol.execute(statement)
+    claimed = execute(statement)
     assert [str(job.id) for job in claimed] == [high, first, low]
 
 
@@ -132,7 +133,7 @@ def test_pause_waits_for_a_claim_in_flight_and_holds_new_claims_until_it_commits
     with psycopg.connect(harness.test_database_url()) as claiming:
         # A claim statement that ran but whose transaction has not ended yet.
         claiming.execute("BEGIN")
-        sql = protocol.claim_batch(None, 1, worker_id="slow", lease_seconds=30)
+        sql = jobs_sql.claim_batch(None, 1, worker_id="slow", lease_seconds=30)
         claiming.execute(sql.query.sql, sql.params)
         paused_at = []
 
@@ -361,8 +362,8 @@ def test_enqueue_sets_the_expiry_from_the_first_run_after_on_every_insert_path(b
 
 def test_a_scheduled_tasks_jobs_expire_too(backend):
     declaration = declaration_of(tick.using(expires_after=30))
-    now = protocol.execute(database_now())
-    protocol.execute(sync_schedules("default", [declaration], [now + timedelta(hours=1)], now))
+    now = execute(database_now())
+    execute(sync_schedules("default", [declaration], [now + timedelta(hours=1)], now))
     job = Job.objects.get(pk=run_now(backend.enqueuer, declaration))
     assert job.expires_at - job.run_after == timedelta(seconds=30)
 
@@ -390,15 +391,15 @@ def _expired_backlog_then_a_live_job(backend, expired: int) -> str:
 def test_claims_over_every_queue_read_no_expired_job_ahead_of_the_live_ones(backend):
     live = _expired_backlog_then_a_live_job(backend, EXPIRED_AHEAD)
     reads = {
-        "claim_batch": protocol.claim_batch(None, 10, worker_id="w", lease_seconds=30),
-        "oldest_due_job": protocol.oldest_due_job(None),
-        "stale_due_jobs": protocol.stale_due_jobs(older_than_seconds=0, limit=10),
+        "claim_batch": jobs_sql.claim_batch(None, 10, worker_id="w", lease_seconds=30),
+        "oldest_due_job": jobs_sql.oldest_due_job(None),
+        "stale_due_jobs": jobs_sql.stale_due_jobs(older_than_seconds=0, limit=10),
     }
     for name, statement in reads.items():
         # The live job and the probes for the priorities present (expired rows are not read).
         assert rows_read(statement) <= 10, name
-    assert protocol.execute(protocol.oldest_due_job(None)) == Job.objects.get(pk=live).pk
-    assert [str(row["id"]) for row in protocol.execute(reads["stale_due_jobs"])] == [live]
+    assert execute(jobs_sql.oldest_due_job(None)) == Job.objects.get(pk=live).pk
+    assert [str(row["id"]) for row in execute(reads["stale_due_jobs"])] == [live]
     assert [str(job.id) for job in try_claim_batch()] == [live]
 
 
@@ -409,7 +410,7 @@ async def test_polls_read_jobs_with_an_expiry_while_the_sweep_sees_one_waiting(b
     async with recover_sweep(backend) as sweep:
         await sweep.sweep_once()
         assert sweep.expiring_waiting
-        without = protocol.claim_batch(
+        without = jobs_sql.claim_batch(
             None, 10, worker_id="w", lease_seconds=30, with_expiring=False
         )
         assert [str(job.id) for job in await sweep.db.run(without)] == [plain]
@@ -423,21 +424,21 @@ def test_reads_of_each_open_queues_head_walk_at_most_1000_expired_jobs(backend):
     live = _expired_backlog_then_a_live_job(backend, EXPIRED_AHEAD)
     claim = {"worker_id": "w", "lease_seconds": 30}
     reads = {
-        "claim_batch_by_queue": protocol.claim_batch_by_queue(["default"], 10, **claim),
-        "oldest_due_job_by_queue": protocol.oldest_due_job_by_queue(["default"]),
-        "stale_due_jobs_by_queue": protocol.stale_due_jobs_by_queue(
+        "claim_batch_by_queue": jobs_sql.claim_batch_by_queue(["default"], 10, **claim),
+        "oldest_due_job_by_queue": jobs_sql.oldest_due_job_by_queue(["default"]),
+        "stale_due_jobs_by_queue": jobs_sql.stale_due_jobs_by_queue(
             ["default"], older_than_seconds=0, limit=10
         ),
-        "due_in_queue": statements.due_in_queue("default", limit=10),
+        "due_in_queue": queue_control_sql.due_in_queue("default", limit=10),
     }
     for name, statement in reads.items():
         assert rows_read(statement) <= 1010, name  # 1000 walked, and the pause list's reads
     # Nothing past the walk; the sweep fails the backlog, then the live job is the head.
-    assert protocol.execute(reads["claim_batch_by_queue"]) == []
-    while protocol.execute(statements.expire_jobs(limit=1000)):
+    assert execute(reads["claim_batch_by_queue"]) == []
+    while execute(queue_control_sql.expire_jobs(limit=1000)):
         pass
     assert Job.objects.filter(status="failed").count() == EXPIRED_AHEAD
-    assert [str(job.id) for job in protocol.execute(reads["claim_batch_by_queue"])] == [live]
+    assert [str(job.id) for job in execute(reads["claim_batch_by_queue"])] == [live]
 
 
 def test_expiring_jobs_are_claimed_by_priority_then_earliest_expiry_beside_plain_ones(backend):
@@ -453,11 +454,9 @@ def test_expiring_jobs_are_claimed_by_priority_then_earliest_expiry_beside_plain
 
 def test_a_live_job_among_the_first_1000_walked_is_claimed_past_the_expired_ones(backend):
     live = _expired_backlog_then_a_live_job(backend, 900)
-    assert protocol.execute(protocol.oldest_due_job_by_queue(["default"])) == (
-        Job.objects.get(pk=live).pk
-    )
-    claimed = protocol.claim_batch_by_queue(["default"], 10, worker_id="w", lease_seconds=30)
-    assert [str(job.id) for job in protocol.execute(claimed)] == [live]
+    assert execute(jobs_sql.oldest_due_job_by_queue(["default"])) == (Job.objects.get(pk=live).pk)
+    claimed = jobs_sql.claim_batch_by_queue(["default"], 10, worker_id="w", lease_seconds=30)
+    assert [str(job.id) for job in execute(claimed)] == [live]
 
 
 async def test_the_sweep_fails_expired_jobs_with_job_expired_without_an_attempt(backend):
@@ -484,7 +483,7 @@ async def test_the_sweep_fails_expired_jobs_with_job_expired_without_an_attempt(
 def test_the_sweep_finds_expired_jobs_through_its_partial_index(backend):
     backend.enqueue_many([(control_tasks.expiring, (n,), {}) for n in range(2000)])
     backend.enqueue_many([(add, (n, n), {}) for n in range(2000)])
-    statement = statements.expire_jobs(limit=500)
+    statement = queue_control_sql.expire_jobs(limit=500)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE leasequeue_job")
         cursor.execute("BEGIN")
@@ -498,8 +497,8 @@ def test_the_sweep_finds_expired_jobs_through_its_partial_index(backend):
 def test_a_retry_that_would_start_after_the_expiry_ends_expired(backend):
     job_id = control_tasks.fails_with_a_late_retry.enqueue().id
     claimed = claim_one(job_id, "w")
-    failed = protocol.execute(
-        protocol.fail(
+    failed = execute(
+        jobs_sql.fail(
             claimed.lease,
             exception_class_path="builtins.ValueError",
             message="not now",
@@ -509,7 +508,7 @@ def test_a_retry_that_would_start_after_the_expiry_ends_expired(backend):
         )
     )
     assert failed.status == "retrying" and failed.doomed
-    [expired] = protocol.execute(statements.expire_doomed([claimed.id]))
+    [expired] = execute(queue_control_sql.expire_doomed([claimed.id]))
     assert str(expired.id) == job_id
     job = Job.objects.get(pk=job_id)
     assert (job.status, job.attempt) == ("failed", 1)
@@ -522,8 +521,8 @@ def test_a_retry_that_would_start_after_the_expiry_ends_expired(backend):
 def test_an_operators_retry_runs_an_expired_job_again(backend):
     job_id = control_tasks.expiring.using(expires_after=0.05).enqueue(1).id
     time.sleep(0.1)
-    protocol.execute(statements.expire_jobs(limit=10))
-    [row] = protocol.execute(protocol.retry([job_id]))
+    execute(queue_control_sql.expire_jobs(limit=10))
+    [row] = execute(operator_actions_sql.retry([job_id]))
     assert Job.objects.get(pk=job_id).expires_at is None
     assert [str(job.id) for job in try_claim([row["id"]])] == [job_id]
 
@@ -540,9 +539,9 @@ def test_expiry_options_are_checked(backend):
 def test_a_snooze_queues_the_job_again_without_counting_the_attempt(backend):
     job_id = add.enqueue(1, 1).id
     claimed = claim_one(job_id, "sleepy")
-    before = protocol.execute(database_now())
-    outcome = protocol.execute(statements.snooze(claimed.lease, 30, max_snoozes=5))
-    after = protocol.execute(database_now())
+    before = execute(database_now())
+    outcome = execute(queue_control_sql.snooze(claimed.lease, 30, max_snoozes=5))
+    after = execute(database_now())
     assert outcome.status == "queued"
     job = Job.objects.get(pk=job_id)
     assert (job.status, job.attempt, job.snoozes, job.worker_ids) == ("queued", 0, 1, [])
@@ -555,10 +554,10 @@ def test_a_stale_lease_cannot_snooze_the_job(backend):
     job_id = add.enqueue(1, 1).id
     stale = claim_one(job_id, "old", lease_seconds=0.01)
     time.sleep(0.05)
-    protocol.execute(protocol.recover_expired(limit=10, backoff_cap_seconds=0))
+    execute(jobs_sql.recover_expired(limit=10, backoff_cap_seconds=0))
     time.sleep(0.01)
     current = claim_one(job_id, "new")
-    assert protocol.execute(statements.snooze(stale.lease, 30, max_snoozes=5)) is None
+    assert execute(queue_control_sql.snooze(stale.lease, 30, max_snoozes=5)) is None
     job = Job.objects.get(pk=job_id)
     assert (job.status, job.worker_id, job.snoozes) == ("running", "new", 0)
     assert job.lease_version == current.lease.lease_version
@@ -568,9 +567,9 @@ def test_past_max_snoozes_the_job_fails_with_too_many_snoozes(backend):
     job_id = add.enqueue(1, 1).id
     for _ in range(2):
         lease = claim_one(job_id, "w").lease
-        assert protocol.execute(statements.snooze(lease, 0, max_snoozes=2)).status == "queued"
+        assert execute(queue_control_sql.snooze(lease, 0, max_snoozes=2)).status == "queued"
     lease = claim_one(job_id, "w").lease
-    assert protocol.execute(statements.snooze(lease, 0, max_snoozes=2)).status == "failed"
+    assert execute(queue_control_sql.snooze(lease, 0, max_snoozes=2)).status == "failed"
     job = Job.objects.get(pk=job_id)
     assert (job.status, job.attempt, job.snoozes) == ("failed", 1, 3)
     assert job.errors[-1]["exception_class_path"] == "django_leasequeue.exceptions.TooManySnoozes"
@@ -580,7 +579,7 @@ def test_a_snooze_of_a_job_whose_cancel_was_requested_ends_it_cancelled(backend)
     job_id = add.enqueue(1, 1).id
     lease = claim_one(job_id, "w").lease
     backend.cancel([job_id])
-    assert protocol.execute(statements.snooze(lease, 10, max_snoozes=5)).status == "cancelled"
+    assert execute(queue_control_sql.snooze(lease, 10, max_snoozes=5)).status == "cancelled"
 
 
 def test_snooze_takes_seconds_or_a_timedelta_and_refuses_a_negative_one():

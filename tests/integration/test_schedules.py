@@ -11,13 +11,13 @@ from datetime import timedelta
 import pytest
 from django.db.models import F
 
-from django_leasequeue import protocol
 from django_leasequeue.ids import uuid7_strs
 from django_leasequeue.models import Job, Schedule
-from django_leasequeue.protocol import database_now
 from django_leasequeue.schedules.declaration import declaration_of
 from django_leasequeue.schedules.firing import job_fields, run_now
-from django_leasequeue.schedules.statements import (
+from django_leasequeue.sql.executor import execute
+from django_leasequeue.sql.jobs import database_now
+from django_leasequeue.sql.schedules import (
     due_schedules,
     fire_schedule,
     sync_schedules,
@@ -40,9 +40,9 @@ allowed_tick = LeaseTask(func=allowed_tick, every=timedelta(seconds=1), overlap=
 
 def sync(*tasks) -> list[str]:
     declarations = [declaration_of(task) for task in tasks]
-    now = protocol.execute(database_now())
+    now = execute(database_now())
     next_run_ats = [next(iter(d.timing.ticks_after(now))) for d in declarations]
-    return protocol.execute(sync_schedules("default", declarations, next_run_ats, now))
+    return execute(sync_schedules("default", declarations, next_run_ats, now))
 
 
 def fire(backend, task, at, *, version=None):
@@ -51,7 +51,7 @@ def fire(backend, task, at, *, version=None):
     if version is None:
         version = Schedule.objects.get(task_path=task.module_path).version
     [job_id] = uuid7_strs(1)
-    return protocol.execute(
+    return execute(
         fire_schedule(
             declaration,
             job_fields(backend.enqueuer, declaration),
@@ -84,7 +84,7 @@ def test_sync_writes_declared_schedules_and_retires_the_others():
     retired = Schedule.objects.get(task_path=slow_tick.module_path)
     assert retired.retired
     # A retired schedule is not due for anyone, and cannot fire.
-    assert protocol.execute(due_schedules([slow_tick.module_path])).due == []
+    assert execute(due_schedules([slow_tick.module_path])).due == []
 
     Schedule.objects.filter(pk=retired.pk).update(
         covered_until=F("covered_until") - timedelta(hours=1)
@@ -170,7 +170,7 @@ def test_a_paused_schedule_does_not_fire_its_ticks_but_runs_now(backend):
     sync(slow_tick)
     Schedule.objects.filter(task_path=slow_tick.module_path).update(paused=True)
     assert fire(backend, slow_tick, next_tick(slow_tick)) is None
-    assert protocol.execute(due_schedules([slow_tick.module_path])).due == []
+    assert execute(due_schedules([slow_tick.module_path])).due == []
 
     job_id = run_now(backend.enqueuer, declaration_of(slow_tick))
     job = Job.objects.get(pk=job_id)
@@ -184,13 +184,13 @@ def test_a_paused_schedule_does_not_fire_its_ticks_but_runs_now(backend):
 def test_the_due_check_says_when_the_next_schedule_is_due():
     sync(tick, slow_tick)
     paths = [tick.module_path, slow_tick.module_path]
-    check = protocol.execute(due_schedules(paths))
+    check = execute(due_schedules(paths))
     assert check.due == []
     assert check.next_due_at is not None and check.next_due_at > check.now
     Schedule.objects.filter(task_path=tick.module_path).update(
         next_run_at=F("covered_until") - timedelta(seconds=1)
     )
-    due = protocol.execute(due_schedules(paths)).due
+    due = execute(due_schedules(paths)).due
     assert [d.task_path for d in due] == [tick.module_path]
 
 
@@ -317,7 +317,7 @@ def test_pause_resume_and_run_now_actions(admin_client):
     assert not resumed.paused
     # Ticks that passed while paused are not caught up: the schedule starts again now.
     assert resumed.covered_until > paused.covered_until
-    assert resumed.next_run_at <= protocol.execute(database_now())
+    assert resumed.next_run_at <= execute(database_now())
 
 
 def test_a_mixed_selection_names_what_was_skipped_and_why(admin_client):

@@ -1,7 +1,8 @@
 import pytest
 
-from django_leasequeue import protocol
 from django_leasequeue.models import Job
+from django_leasequeue.sql import jobs as jobs_sql
+from django_leasequeue.sql.executor import execute
 from tests.tasks import add
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -13,10 +14,8 @@ def test_enqueue_claim_complete(backend, redis_client):
     assert redis_client.lrange(f"{backend.config.key_prefix}:wakeups:default", 0, -1) == [
         result.id.encode()
     ]
-    [claimed] = protocol.execute(
-        protocol.claim_by_ids([result.id], worker_id="w1", lease_seconds=30)
-    )
+    [claimed] = execute(jobs_sql.claim_by_ids([result.id], worker_id="w1", lease_seconds=30))
     assert claimed.args == [1, 2]
-    assert protocol.execute(protocol.complete(claimed.lease, 3))
+    assert execute(jobs_sql.complete(claimed.lease, 3))
     result.refresh()
     assert result.return_value == 3

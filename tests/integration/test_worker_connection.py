@@ -8,15 +8,16 @@ from datetime import UTC, datetime
 import psycopg
 import pytest
 
-from django_leasequeue import protocol
 from django_leasequeue.models import Worker
 from django_leasequeue.runtime.database import Database
+from django_leasequeue.sql import workers as workers_sql
+from django_leasequeue.sql.statement import Statement
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def _beat(worker_id: str) -> protocol.Statement:
-    return protocol.worker_beat(
+def _beat(worker_id: str) -> Statement:
+    return workers_sql.worker_beat(
         worker_id=worker_id,
         host="test",
         pid=1,

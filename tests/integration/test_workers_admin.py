@@ -8,9 +8,11 @@ from django.contrib.admin.utils import quote
 from django.urls import reverse
 from django.utils import timezone
 
-from django_leasequeue import protocol
 from django_leasequeue.choices import WorkerState
 from django_leasequeue.models import Job, Worker
+from django_leasequeue.sql import reads as reads_sql
+from django_leasequeue.sql import workers as workers_sql
+from django_leasequeue.sql.executor import execute
 from tests.helpers import claim_one
 from tests.tasks import add
 
@@ -42,7 +44,7 @@ def test_a_worker_is_alive_dead_past_its_lease_or_stopped():
     killed = worker_row("d", stopped_at=now, exit="killed by SIGKILL")
     assert stopped.state(now) == WorkerState.STOPPED
     assert killed.state(now) == WorkerState.DEAD
-    alive = {row["id"]: row["alive"] for row in protocol.execute(protocol.workers())}
+    alive = {row["id"]: row["alive"] for row in execute(workers_sql.workers())}
     assert alive == {"a": True, "b": False, "c": False, "d": False}
 
 
@@ -87,30 +89,28 @@ def test_summary_counts_exactly_up_to_the_cap_and_estimates_above_it_saying_so(a
         add.enqueue(1, 1)
     for _ in range(3):
         add.using(queue_name="high").enqueue(1, 1)
-    rows = {
-        row["queue_name"]: row for row in protocol.execute(protocol.queue_summary(exact_up_to=10))
-    }
+    rows = {row["queue_name"]: row for row in execute(reads_sql.queue_summary(exact_up_to=10))}
     # 30 jobs: every slice of the estimate holds fewer than its probe reads, so all are counted.
     assert rows["default"]["queued"] == 30 and rows["default"]["estimated"] == ["queued"]
     assert rows["high"]["queued"] == 3 and rows["high"]["estimated"] == []
-    exact = {row["queue_name"]: row for row in protocol.execute(protocol.queue_summary())}
+    exact = {row["queue_name"]: row for row in execute(reads_sql.queue_summary())}
     assert exact["default"]["queued"] == 30 and exact["default"]["estimated"] == []
 
 
 def test_summary_oldest_due_skips_jobs_not_yet_due():
     later = add.using(run_after=timezone.now() + timedelta(hours=1)).enqueue(1, 1)
-    [row] = protocol.execute(protocol.queue_summary())
+    [row] = execute(reads_sql.queue_summary())
     assert row["queued"] == 1 and row["oldest_due_age"] is None
     due = add.enqueue(1, 1)
     Job.objects.filter(pk=due.id).update(run_after=timezone.now() - timedelta(minutes=5))
-    [row] = protocol.execute(protocol.queue_summary())
+    [row] = execute(reads_sql.queue_summary())
     assert row["queued"] == 2
     assert 299 < row["oldest_due_age"].total_seconds() < 330
     assert later.id  # still queued, not due
 
 
 def test_the_admin_marks_estimated_counts(admin_client, backend):
-    count = protocol.SUMMARY_EXACT_UP_TO + 100
+    count = reads_sql.SUMMARY_EXACT_UP_TO + 100
     backend.enqueue_many([(add, (i, 1), {}) for i in range(count)])
     html = admin_client.get(reverse("admin:leasequeue_job_changelist")).content.decode()
     shown = re.search(r"status__exact=queued\">.*?≈</abbr> (\d+)</a>", html, re.S)
@@ -123,8 +123,8 @@ def test_summary_estimates_a_count_over_the_cap_from_index_probes(backend):
     (256 of the 500) and extrapolates each slice's density; ids spread evenly, so it lands
     close (a 35% margin is more than five standard deviations of this estimator)."""
     backend.enqueue_many([(add, (i, 1), {}) for i in range(500)])
-    statement = protocol.queue_summary(exact_up_to=10, slices=16, per_slice=16)
-    [row] = protocol.execute(statement)
+    statement = reads_sql.queue_summary(exact_up_to=10, slices=16, per_slice=16)
+    [row] = execute(statement)
     assert row["estimated"] == ["queued"]
     assert 325 <= row["queued"] <= 675
 

@@ -9,9 +9,11 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 from prometheus_client.parser import text_string_to_metric_families
 
-from django_leasequeue import Workflow, protocol
+from django_leasequeue import Workflow
 from django_leasequeue.management import status_report
 from django_leasequeue.operations import cancel_workflow
+from django_leasequeue.sql import jobs as jobs_sql
+from django_leasequeue.sql.executor import execute
 from django_leasequeue.workflows.handle import WorkflowHandle
 from tests.helpers import claim_one
 from tests.workflow_tasks import noop
@@ -29,8 +31,8 @@ def _workflow(name: str) -> WorkflowHandle:
 def _end(handle, *, fail: bool = False) -> None:
     claimed = claim_one(handle.step_ids["only"], "w-metrics")
     if fail:
-        assert protocol.execute(
-            protocol.fail(
+        assert execute(
+            jobs_sql.fail(
                 claimed.lease,
                 exception_class_path="builtins.OSError",
                 message="down",
@@ -40,7 +42,7 @@ def _end(handle, *, fail: bool = False) -> None:
             )
         )
     else:
-        assert protocol.execute(protocol.complete(claimed.lease, None))
+        assert execute(jobs_sql.complete(claimed.lease, None))
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from django.template import Context, Template
 from django.test import Client
 from django.urls import path, reverse
 
-from django_leasequeue import Workflow, protocol
+from django_leasequeue import Workflow
 from django_leasequeue import progress_events as events
 from django_leasequeue.operations import cancel_workflow
 from django_leasequeue.progress.access import job_token, token_allows, workflow_token
@@ -29,6 +29,8 @@ from django_leasequeue.progress.consumers import (
 )
 from django_leasequeue.progress.workflow_state import load_workflow_state
 from django_leasequeue.runtime.watch import ViewerWatch
+from django_leasequeue.sql import jobs as jobs_sql
+from django_leasequeue.sql.executor import execute
 from django_leasequeue.workflows.handle import WorkflowHandle
 from tests.asgi import application
 from tests.helpers import claim_one, running_handle
@@ -37,7 +39,7 @@ from tests.workflow_tasks import fetch, length, noop
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-_execute = database_sync_to_async(protocol.execute)
+_execute = database_sync_to_async(execute)
 
 
 @dataclasses.dataclass
@@ -91,9 +93,9 @@ async def _receive_until(socket: WebsocketCommunicator, wanted, timeout: float =
 
 def test_finished_steps_count_whole_and_running_ones_by_their_own_progress(workflow):
     a = claim_one(workflow.steps["a"], "w1")
-    assert protocol.execute(protocol.complete(a.lease, "page"))
+    assert execute(jobs_sql.complete(a.lease, "page"))
     b = claim_one(workflow.steps["b"], "w1")
-    assert protocol.execute(protocol.progress(b.lease, 5, 10, "half"))
+    assert execute(jobs_sql.progress(b.lease, 5, 10, "half"))
     state = load_workflow_state(workflow.id)
     assert state["status"] == "running"
     assert (state["current"], state["total"], state["percent"]) == (1.5, 4, 37)
@@ -103,8 +105,8 @@ def test_finished_steps_count_whole_and_running_ones_by_their_own_progress(workf
 
 def test_a_failed_step_ends_the_workflow_failed_with_its_downstream_cancelled(workflow):
     a = claim_one(workflow.steps["a"], "w1")
-    assert protocol.execute(
-        protocol.fail(
+    assert execute(
+        jobs_sql.fail(
             a.lease,
             exception_class_path="builtins.OSError",
             message="down",
@@ -114,7 +116,7 @@ def test_a_failed_step_ends_the_workflow_failed_with_its_downstream_cancelled(wo
         )
     )
     b = claim_one(workflow.steps["b"], "w1")
-    assert protocol.execute(protocol.complete(b.lease, "page"))
+    assert execute(jobs_sql.complete(b.lease, "page"))
     state = load_workflow_state(workflow.id)
     # "both" and "last" were cancelled by the trigger: every step has finished.
     assert (state["status"], state["final"], state["percent"]) == ("failed", True, 100)
@@ -187,7 +189,7 @@ def _render(value) -> str:
 @pytest.mark.parametrize("given", ["handle", "id", "uuid"])
 def test_the_tag_draws_one_bar_for_a_whole_workflow(workflow, given):
     a = claim_one(workflow.steps["a"], "w1")
-    assert protocol.execute(protocol.complete(a.lease, "page"))
+    assert execute(jobs_sql.complete(a.lease, "page"))
     value = {
         "handle": workflow.handle,
         "id": workflow.id,
@@ -237,7 +239,7 @@ async def test_a_staff_viewer_gets_a_snapshot_then_the_state_after_each_step_eve
     assert await socket.receive_nothing(timeout=0.3)
 
     a = await database_sync_to_async(claim_one)(workflow.steps["a"], "w1")
-    assert await _execute(protocol.progress(a.lease, 3, 4, "three quarters"))
+    assert await _execute(jobs_sql.progress(a.lease, 3, 4, "three quarters"))
     await events.apublish_workflow(workflow.id, {"kind": "progress", "current": 3, "total": 4})
     state = await socket.receive_json_from(timeout=3)
     assert (state["kind"], state["current"], state["percent"]) == ("state", 0.75, 18)
@@ -252,7 +254,7 @@ async def test_many_step_events_are_read_as_few_states(workflow):
     a = await database_sync_to_async(claim_one)(workflow.steps["a"], "w1")
     started = time.monotonic()
     for current in range(1, 51):
-        assert await _execute(protocol.progress(a.lease, current, 100, "reading"))
+        assert await _execute(jobs_sql.progress(a.lease, current, 100, "reading"))
         await events.apublish_workflow(workflow.id, {"kind": "progress"})
     await asyncio.sleep(0.6)
     elapsed = time.monotonic() - started
@@ -274,7 +276,7 @@ async def test_the_viewer_gets_the_final_state_when_the_last_step_ends(workflow)
     def run_every_step() -> None:
         for name in ("a", "b", "both", "last"):
             claimed = claim_one(workflow.steps[name], "w1")
-            assert protocol.execute(protocol.complete(claimed.lease, 1))
+            assert execute(jobs_sql.complete(claimed.lease, 1))
 
     await database_sync_to_async(run_every_step)()
     await events.apublish_workflow(workflow.id, {"kind": "status", "status": "succeeded"})

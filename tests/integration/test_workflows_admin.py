@@ -12,9 +12,11 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from django_leasequeue import Workflow, chord, group, protocol, step
+from django_leasequeue import Workflow, chord, group, step
 from django_leasequeue.admin.workflow_page import GRAPH_STEP_LIMIT
 from django_leasequeue.models import Job, WorkflowRun
+from django_leasequeue.sql import jobs as jobs_sql
+from django_leasequeue.sql.executor import execute
 from django_leasequeue.workflows.handle import WorkflowHandle
 from tests.helpers import claim_one
 from tests.tasks import add
@@ -41,13 +43,13 @@ def messages_of(response) -> list[str]:
 
 def _run(job_id, result="ok") -> None:
     claimed = claim_one(job_id, "w-admin")
-    assert protocol.execute(protocol.complete(claimed.lease, result))
+    assert execute(jobs_sql.complete(claimed.lease, result))
 
 
 def _fail(job_id) -> None:
     claimed = claim_one(job_id, "w-admin")
-    assert protocol.execute(
-        protocol.fail(
+    assert execute(
+        jobs_sql.fail(
             claimed.lease,
             exception_class_path="builtins.OSError",
             message="unreachable",

@@ -17,10 +17,13 @@ from django_leasequeue import (
     chain,
     chord,
     group,
-    protocol,
     step,
 )
 from django_leasequeue.models import Job, StepDependency, WorkflowRun
+from django_leasequeue.sql import jobs as jobs_sql
+from django_leasequeue.sql import workflows as workflows_sql
+from django_leasequeue.sql.executor import execute
+from django_leasequeue.sql.records import Lease
 from tests.acceptance import harness
 from tests.acceptance.harness import wait_until
 from tests.helpers import (
@@ -315,10 +318,10 @@ def test_finding_released_steps_reads_each_child_by_its_key_on_a_freshly_filled_
     statistics_of_finished_jobs(noop.get_backend())
     chord(group(*(step(noop) for _ in range(10_000))), step(length)).enqueue()
     claimed = try_claim_batch(limit=20)
-    protocol.execute(protocol.complete_many([(job.lease, "null") for job in claimed]))
-    statement = protocol.released_steps([job.id for job in claimed])
+    execute(jobs_sql.complete_many([(job.lease, "null") for job in claimed]))
+    statement = workflows_sql.released_steps([job.id for job in claimed])
     assert rows_read(statement) <= 20  # the callback, once per distinct child
-    assert protocol.execute(statement) == []  # it waits for 9,980 more parents
+    assert execute(statement) == []  # it waits for 9,980 more parents
 
 
 def test_a_batch_of_steps_is_completed_by_key_among_many_running_ones():
@@ -328,9 +331,9 @@ def test_a_batch_of_steps_is_completed_by_key_among_many_running_ones():
     chord(group(*(step(noop) for _ in range(3_000))), step(length)).enqueue()
     claimed = try_claim_batch(limit=3_000)
     assert len(claimed) == 3_000
-    completion = protocol.complete_steps([(job.lease, "null") for job in claimed[:10]])
+    completion = jobs_sql.complete_steps([(job.lease, "null") for job in claimed[:10]])
     assert rows_read_inside(completion) <= 40  # its 10 updated, and the callback locked
-    assert protocol.execute(completion).applied == {job.id for job in claimed[:10]}
+    assert execute(completion).applied == {job.id for job in claimed[:10]}
 
 
 def test_step_completions_planned_on_a_nearly_empty_table_find_a_later_backlogs_by_key():
@@ -341,12 +344,12 @@ def test_step_completions_planned_on_a_nearly_empty_table_find_a_later_backlogs_
         cursor.execute("ANALYZE leasequeue_job")
     chord(group(*(step(noop) for _ in range(8))), step(length)).enqueue()
     for job in try_claim_batch(limit=8):
-        protocol.execute(protocol.complete_steps([(job.lease, "null")]))
+        execute(jobs_sql.complete_steps([(job.lease, "null")]))
     chord(group(*(step(noop) for _ in range(3_000))), step(length)).enqueue()
     claimed = [job for job in try_claim_batch(limit=3_001) if job.task_path == noop.module_path]
-    completion = protocol.complete_steps([(job.lease, "null") for job in claimed[:10]])
+    completion = jobs_sql.complete_steps([(job.lease, "null") for job in claimed[:10]])
     assert rows_read_inside(completion) <= 40  # its 10 updated, and the callback locked
-    assert protocol.execute(completion).applied == {job.id for job in claimed[:10]}
+    assert execute(completion).applied == {job.id for job in claimed[:10]}
 
 
 def test_the_release_locks_a_batchs_children_by_key_whatever_join_the_planner_prefers():
@@ -356,12 +359,12 @@ def test_the_release_locks_a_batchs_children_by_key_whatever_join_the_planner_pr
     whatever join the planner would choose: here, one that prefers a merge."""
     chord(group(*(step(noop) for _ in range(3_000))), step(length)).enqueue()
     claimed = try_claim_batch(limit=3_000)
-    protocol.execute(protocol.complete_steps([(job.lease, "null") for job in claimed[:2_000]]))
+    execute(jobs_sql.complete_steps([(job.lease, "null") for job in claimed[:2_000]]))
     with connection.cursor() as cursor:
         cursor.execute("SET enable_nestloop = off")
         cursor.execute("SET enable_hashjoin = off")
     try:
-        completion = protocol.complete_steps([(job.lease, "null") for job in claimed[2_000:2_010]])
+        completion = jobs_sql.complete_steps([(job.lease, "null") for job in claimed[2_000:2_010]])
         assert rows_read_inside(completion, of_statement="FOR UPDATE") <= 2  # the callback
     finally:
         with connection.cursor() as cursor:
@@ -384,9 +387,9 @@ def test_a_batch_of_steps_completed_in_one_statement_keeps_the_books_and_names_w
         job for job in claimed if str(job.workflow_id) == str(second.id)
     ]
 
-    stale = protocol.Lease(last_of_second.id, last_of_second.lease.lease_version + 1)
+    stale = Lease(last_of_second.id, last_of_second.lease.lease_version + 1)
     batch = [(job.lease, "1") for job in in_first + rest_of_second] + [(stale, "1")]
-    applied, released = protocol.execute(protocol.complete_steps(batch))
+    applied, released = execute(jobs_sql.complete_steps(batch))
 
     assert applied == {job.id for job in in_first + rest_of_second}  # not the stale lease
     first_callback = _steps(first)["length"]
@@ -399,7 +402,7 @@ def test_a_batch_of_steps_completed_in_one_statement_keeps_the_books_and_names_w
         StepDependency.objects.filter(parent_id__in=applied).values_list("outcome", flat=True)
     ) == {"succeeded"}
 
-    _, released = protocol.execute(protocol.complete_steps([(last_of_second.lease, "2")]))
+    _, released = execute(jobs_sql.complete_steps([(last_of_second.lease, "2")]))
     assert released == [("default", str(_steps(second)["length"].id))]
     assert _workflow_books(second) == ("running", 1, 0)
 
@@ -410,7 +413,7 @@ def test_after_a_batch_completion_the_trigger_keeps_the_books_of_the_same_transa
     handle = chord(group(step(noop), step(noop)), step(length)).enqueue()
     one, other = try_claim_batch(limit=20)
     with transaction.atomic():
-        protocol.execute(protocol.complete_steps([(one.lease, "null")]))
+        execute(jobs_sql.complete_steps([(one.lease, "null")]))
         _set_status(Job.objects.get(pk=other.id), "failed")
     assert _workflow_books(handle) == ("failed", 0, 2)  # the failed step and the callback
     callback = _steps(handle)["length"]
@@ -447,10 +450,10 @@ def test_the_release_probes_the_unsettled_index_even_on_statistics_of_a_fresh_ch
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE leasequeue_dependency")
     claimed = try_claim_batch(limit=5_000)
-    protocol.execute(protocol.complete_steps([(job.lease, "null") for job in claimed[:4_990]]))
+    execute(jobs_sql.complete_steps([(job.lease, "null") for job in claimed[:4_990]]))
     with transaction.atomic():  # the last batch, as a worker's
         scans_before = _sequential_scans_of_dependencies()
-        protocol.execute(protocol.complete_steps([(job.lease, "null") for job in claimed[4_990:]]))
+        execute(jobs_sql.complete_steps([(job.lease, "null") for job in claimed[4_990:]]))
         assert _sequential_scans_of_dependencies() == scans_before
     assert _steps_by_status(Job.objects.filter(step_name="length")) == {"queued": 1}
 
@@ -479,7 +482,7 @@ def test_a_step_cancelled_by_a_batch_completion_is_counted_and_ends_the_workflow
     handle = wf.enqueue()
     claimed = try_claim_batch(limit=20)
     assert len(claimed) == 2
-    protocol.execute(protocol.complete_steps([(job.lease, "null") for job in claimed]))
+    execute(jobs_sql.complete_steps([(job.lease, "null") for job in claimed]))
     assert _workflow_books(handle) == ("succeeded", 0, 0)
     callback = _steps(handle)["on_failure"]
     assert callback.status == "cancelled"
@@ -708,6 +711,6 @@ def test_cancelling_one_step_is_that_step_s_outcome_so_on_failure_and_on_complet
     assert sorted(str(job.id) for job in claimed) == sorted(
         [handle.step_ids["on_failure"], handle.step_ids["on_complete"]]
     )
-    protocol.execute(protocol.complete_steps([(job.lease, "null") for job in claimed]))
+    execute(jobs_sql.complete_steps([(job.lease, "null") for job in claimed]))
     handle.refresh()
     assert handle.status == WorkflowStatus.FAILED

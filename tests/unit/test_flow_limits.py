@@ -11,7 +11,7 @@ from django_leasequeue.conf import BackendConfig
 from django_leasequeue.exceptions import LimitError
 from django_leasequeue.flow.admission import admit, round_robin
 from django_leasequeue.flow.limits import Rate, TaskLimits
-from django_leasequeue.protocol import FlowCandidate, FlowUsage
+from django_leasequeue.sql.records import FlowCandidate, FlowUsage
 from django_leasequeue.tasks_framework import InvalidTask
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)

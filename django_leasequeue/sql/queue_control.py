@@ -1,13 +1,14 @@
-"""The statements of queue control (sql/queue_control.sql), built as ``protocol.Statement``s that
-run with ``protocol.execute`` (Django's connection) or ``protocol.aexecute`` (a worker's)."""
+"""Queue control (``queue_control.sql``): pause (under the paused-queue table's lock) and resume,
+the open queues, the expiry sweep, a snooze, the locks of unique keys (held over a period, or
+looked up)."""
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 from uuid import UUID
 
-from django_leasequeue.protocol import FailOutcome, Lease, Row, Statement, TaskKey
-from django_leasequeue.sql import QUERIES
+from django_leasequeue.sql.readers import applied, id_list, rows
+from django_leasequeue.sql.records import FailOutcome, Lease, TaskKey
+from django_leasequeue.sql.statement import Row, Statement, statement
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,21 +33,9 @@ class ExpiredJob:
     task_path: str
 
 
-def _statement[T](name: str, read: Any, **params: Any) -> Statement[T]:
-    return Statement(QUERIES[name], params, read)
-
-
-def _rows(rows: list[Row]) -> list[Row]:
-    return rows
-
-
-def _applied(rows: list[Row]) -> bool:
-    return bool(rows)
-
-
 def lock_paused_queues() -> Statement[list[Row]]:
     """Only inside a transaction: waits for the claims in flight, then holds off new ones."""
-    return _statement("lock_paused_queues", _rows)
+    return statement("lock_paused_queues", rows)
 
 
 def _newly_paused(rows: list[Row]) -> bool:
@@ -55,12 +44,12 @@ def _newly_paused(rows: list[Row]) -> bool:
 
 def pause_queue(queue_name: str, reason: str) -> Statement[bool]:
     """True when the queue was not paused before."""
-    return _statement("pause_queue", _newly_paused, queue_name=queue_name, reason=reason)
+    return statement("pause_queue", _newly_paused, queue_name=queue_name, reason=reason)
 
 
 def resume_queue(queue_name: str) -> Statement[bool]:
     """True when the queue was paused."""
-    return _statement("resume_queue", _applied, queue_name=queue_name)
+    return statement("resume_queue", applied, queue_name=queue_name)
 
 
 def _by_queue(rows: list[Row]) -> dict[str, Row]:
@@ -69,7 +58,7 @@ def _by_queue(rows: list[Row]) -> dict[str, Row]:
 
 def paused_queues() -> Statement[dict[str, Row]]:
     """``queue -> {reason, paused_at}`` of every paused queue."""
-    return _statement("paused_queues", _by_queue)
+    return statement("paused_queues", _by_queue)
 
 
 def _paused_and_open(rows: list[Row]) -> PausedQueues:
@@ -80,17 +69,13 @@ def _paused_and_open(rows: list[Row]) -> PausedQueues:
 def open_queues(queues: Sequence[str] | None) -> Statement[PausedQueues]:
     """The paused queues, and while there are any, which of ``queues`` (None: every queue with
     waiting jobs) are open."""
-    return _statement(
+    return statement(
         "open_queues", _paused_and_open, queues=None if queues is None else list(queues)
     )
 
 
-def _ids(rows: list[Row]) -> list[UUID]:
-    return [row["id"] for row in rows]
-
-
 def due_in_queue(queue_name: str, *, limit: int) -> Statement[list[UUID]]:
-    return _statement("due_in_queue", _ids, queue_name=queue_name, limit=limit)
+    return statement("due_in_queue", id_list, queue_name=queue_name, limit=limit)
 
 
 def _expired(rows: list[Row]) -> list[ExpiredJob]:
@@ -98,12 +83,12 @@ def _expired(rows: list[Row]) -> list[ExpiredJob]:
 
 
 def expire_jobs(*, limit: int) -> Statement[list[ExpiredJob]]:
-    return _statement("expire_jobs", _expired, limit=limit)
+    return statement("expire_jobs", _expired, limit=limit)
 
 
 def expire_doomed(ids: Iterable[UUID]) -> Statement[list[ExpiredJob]]:
     """Of these jobs, those whose next run was set at or past their expiry end expired."""
-    return _statement("expire_doomed", _expired, ids=list(ids))
+    return statement("expire_doomed", _expired, ids=list(ids))
 
 
 def _snooze_outcome(rows: list[Row]) -> SnoozeOutcome | None:
@@ -115,7 +100,7 @@ def _snooze_outcome(rows: list[Row]) -> SnoozeOutcome | None:
 
 def snooze(lease: Lease, seconds: float, *, max_snoozes: int) -> Statement[SnoozeOutcome | None]:
     """Fenced; None when the lease was lost (nothing was written)."""
-    return _statement(
+    return statement(
         "snooze",
         _snooze_outcome,
         id=lease.job_id,
@@ -129,9 +114,24 @@ def lock_unique_keys(keys: Iterable[TaskKey]) -> Statement[list[Row]]:
     """Only inside a transaction: waits for, then holds until it ends, the enqueue lock of each
     task's key (in order, so that two enqueues of the same keys cannot deadlock)."""
     ordered = sorted(set(keys))
-    return _statement(
+    return statement(
         "lock_unique_keys",
-        _rows,
+        rows,
         task_paths=[task_path for task_path, _ in ordered],
         keys=[key for _, key in ordered],
     )
+
+
+def unique_key_holders(keys: Sequence[TaskKey]) -> Statement[dict[TaskKey, Row]]:
+    """``(task_path, unique_key) -> row`` (as ``job_results``) of the jobs holding these keys:
+    unfinished, or within their ``unique_for`` period whatever their status."""
+    return statement(
+        "unique_key_holders",
+        _by_task_key,
+        task_paths=[task_path for task_path, _ in keys],
+        unique_keys=[key for _, key in keys],
+    )
+
+
+def _by_task_key(rows: list[Row]) -> dict[TaskKey, Row]:
+    return {(row["task_path"], row.pop("unique_key")): row for row in rows}

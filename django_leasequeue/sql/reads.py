@@ -1,0 +1,71 @@
+"""What is read back (``reads.sql``): results, statuses and progress; the admin's queue summary
+and task list."""
+
+from collections.abc import Sequence
+from uuid import UUID
+
+from django_leasequeue.sql.readers import column, first_or_none, rows, rows_by_id
+from django_leasequeue.sql.statement import Row, Statement, statement
+
+
+def job_results(ids: Sequence[UUID]) -> Statement[list[Row]]:
+    """Rows to build TaskResults from (``results.result_from_row``); jsonb comes back as text."""
+    return statement("job_results", rows, ids=list(ids))
+
+
+def job_statuses(ids: Sequence[UUID]) -> Statement[dict[UUID, Row]]:
+    """``id -> {status, key_held}`` of these jobs now; a deleted job is missing."""
+    return statement("job_statuses", rows_by_id, ids=list(ids))
+
+
+def job_progress(job_id: UUID) -> Statement[Row | None]:
+    """``{id, status, progress, attempt}`` of one job (progress as JSON text), or None."""
+    return statement("job_progress", first_or_none, id=job_id)
+
+
+def due_by_queue() -> Statement[dict[str, int]]:
+    """``queue_name -> number of due, unclaimed jobs``."""
+    return statement("due_by_queue", _due_counts)
+
+
+def _due_counts(rows: list[Row]) -> dict[str, int]:
+    return {row["queue_name"]: row["due"] for row in rows}
+
+
+# Counts up to this are exact (an index-only scan each); a larger one is estimated.
+SUMMARY_EXACT_UP_TO = 2000
+
+
+# The estimate: the pair's stretch of the status_queue index cut into this many slices of ids,
+# and the first entries of each read (at most slices x per_slice index entries per count).
+SUMMARY_SLICES = 64
+
+
+SUMMARY_PER_SLICE = 32
+
+
+def queue_summary(
+    *,
+    exact_up_to: int = SUMMARY_EXACT_UP_TO,
+    slices: int = SUMMARY_SLICES,
+    per_slice: int = SUMMARY_PER_SLICE,
+) -> Statement[list[Row]]:
+    """Per queue: queued, running, retrying, failed, ``estimated`` (which of those four are
+    estimates: a list of statuses), oldest_due_age, finished_last_minute. Stays fast on any
+    backlog (docs/admin.md): a huge count is estimated, and says so."""
+    return statement(
+        "queue_summary",
+        rows,
+        exact_up_to=exact_up_to,
+        slices=slices,
+        per_slice=per_slice,
+    )
+
+
+def task_paths(*, limit: int) -> Statement[list[str]]:
+    return statement("task_paths", column, limit=limit)
+
+
+def limit_statement_time(*, milliseconds: int) -> Statement[list[Row]]:
+    """Only inside a transaction: the limit ends with it (``SET LOCAL``)."""
+    return statement("limit_statement_time", rows, milliseconds=milliseconds)
