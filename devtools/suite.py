@@ -1,6 +1,6 @@
-"""``dev.py test``: lint, the type check and docs, then the migration check and the test suite on
-each Django series, one after the other; each phase timed (see the README for how long and
-why)."""
+"""``dev.py test``: lint, the import layers, the type check and docs, then the migration check
+and the test suite on each Django series, one after the other; each phase timed (see the README
+for how long and why)."""
 
 import os
 import subprocess
@@ -48,6 +48,9 @@ def _static_checks(python) -> list[tuple[str, list[list]]]:
                 [python, "-m", "ruff", "format", "--check", "."],
             ],
         ),
+        # The package's layers: no module imports one of a higher layer, so there is no
+        # cycle (the import-linter contract in pyproject.toml; docs/architecture.md, "Layers").
+        ("import layers", [[str(Path(python).parent / "lint-imports")]]),
         # The package's types, against Django 6's stubs (configured in pyproject.toml).
         ("type check", [[python, "-m", "mypy"]]),
         # The documentation site, warnings (e.g. a broken link) as errors. Not --quiet: it

@@ -4,7 +4,7 @@ module on import.
 Its modules, one line each: docs/architecture.md, *Packages and modules*.
 """
 
-from django_leasequeue.admin import jobs, schedules, workers, workflows
-from django_leasequeue.admin.jobs import JobAdmin
+from django_leasequeue.admin import job_admin, schedule_admin, worker_admin, workflow_admin
+from django_leasequeue.admin.job_admin import JobAdmin
 
-__all__ = ["JobAdmin", "jobs", "schedules", "workers", "workflows"]
+__all__ = ["JobAdmin", "job_admin", "schedule_admin", "worker_admin", "workflow_admin"]

@@ -27,7 +27,7 @@ from django_leasequeue.conf import job_database
 from django_leasequeue.models import Job
 
 if TYPE_CHECKING:
-    from django_leasequeue.admin.jobs import JobAdmin
+    from django_leasequeue.admin.job_admin import JobAdmin
 
 # Most jobs one action touches; "select all" on a million-row filter stops here.
 MAX_ACTION_JOBS = 10_000

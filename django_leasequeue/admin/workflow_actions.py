@@ -30,7 +30,7 @@ from django_leasequeue.conf import job_database
 from django_leasequeue.models import WorkflowRun
 
 if TYPE_CHECKING:
-    from django_leasequeue.admin.workflows import WorkflowRunAdmin
+    from django_leasequeue.admin.workflow_admin import WorkflowRunAdmin
 
 CANCEL_PERMISSION = "leasequeue.cancel_workflow"
 RETRY_PERMISSION = "leasequeue.retry_workflow"

@@ -29,7 +29,7 @@ from django_leasequeue.tasks_framework import Task, normalize_json
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
+class AttemptEnd:
     """How an attempt ended: a JSON result, an error and whether to retry it, or a snooze."""
 
     result_json: str | None = None
@@ -55,10 +55,10 @@ def error_of(exc: BaseException, message: str | None = None) -> dict[str, str]:
     }
 
 
-def resolve(job: ClaimedJob) -> Task | Outcome:
+def resolve(job: ClaimedJob) -> Task | AttemptEnd:
     """The job's Task, or a non-retryable failure saying why it cannot run."""
     if job.problem is not None:
-        return Outcome(error=error_of(UndecodableJob(job.problem)), retryable=False)
+        return AttemptEnd(error=error_of(UndecodableJob(job.problem)), retryable=False)
     shape = (job.task_path, len(job.args), tuple(job.kwargs))
     task = _RESOLVED.get(shape)
     if task is not None:
@@ -67,10 +67,10 @@ def resolve(job: ClaimedJob) -> Task | Outcome:
         task = task_for_path(job.task_path)
         _signature(task.func).bind(*_call_args(task, None, job), **job.kwargs)
     except ImportError as exc:
-        return Outcome(error=error_of(UnknownTask(str(exc))), retryable=False)
+        return AttemptEnd(error=error_of(UnknownTask(str(exc))), retryable=False)
     except TypeError as exc:
         message = f"Arguments do not match {job.task_path}: {exc}"
-        return Outcome(error=error_of(TypeError(message)), retryable=False)
+        return AttemptEnd(error=error_of(TypeError(message)), retryable=False)
     if len(_RESOLVED) < _RESOLVED_LIMIT:
         _RESOLVED[shape] = task
     return task
@@ -103,7 +103,7 @@ async def run_attempt(
     threads: JobThreads,
     max_result_bytes: int | None = None,
     wrappers: Sequence[tuple[str, Callable[[Any, Any], Any]]] = (),
-) -> Outcome:
+) -> AttemptEnd:
     """Call the task (coroutines on this loop, functions in ``threads``) within its timeout.
 
     A return value that cannot be stored (``jsonargs``: not JSON, a NUL character, a lone
@@ -128,22 +128,22 @@ async def run_attempt(
             async with asyncio.timeout(job.timeout_seconds):
                 value = await _call(task.func, args, kwargs, threads)
     except Snooze as snooze:
-        return Outcome(snooze_seconds=snooze.seconds)
+        return AttemptEnd(snooze_seconds=snooze.seconds)
     except TimeoutError as exc:
         timeout = JobTimeout(f"Attempt ran longer than its timeout of {job.timeout_seconds}s.")
         timeout.__cause__ = exc
-        return Outcome(error=error_of(timeout))
+        return AttemptEnd(error=error_of(timeout))
     except Exception as exc:
-        return Outcome(error=error_of(exc), retryable=not isinstance(exc, UnstorableValue))
+        return AttemptEnd(error=error_of(exc), retryable=not isinstance(exc, UnstorableValue))
     try:
         value = normalize_json(value)
         result_json = jsonargs.encode(value, "return value", max_result_bytes)
     except UnstorableValue as exc:
-        return Outcome(error=error_of(exc), retryable=False)
+        return AttemptEnd(error=error_of(exc), retryable=False)
     except (TypeError, ValueError, RecursionError) as exc:  # from normalize_json
         found = jsonargs.problem_in(value) or (str(exc), "")
-        return Outcome(error=error_of(UnstorableValue("return value", *found)), retryable=False)
-    return Outcome(result_json=result_json, return_value=value)
+        return AttemptEnd(error=error_of(UnstorableValue("return value", *found)), retryable=False)
+    return AttemptEnd(result_json=result_json, return_value=value)
 
 
 async def _call_wrapped(

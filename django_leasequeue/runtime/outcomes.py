@@ -20,13 +20,13 @@ from django_leasequeue.metrics import counters as metrics
 from django_leasequeue.results import build_result, task_variant
 from django_leasequeue.runtime.completions import CompletionBatcher
 from django_leasequeue.runtime.database import Database
-from django_leasequeue.runtime.execution import Outcome, error_of
+from django_leasequeue.runtime.execution import AttemptEnd, error_of
 from django_leasequeue.runtime.job_handle import JobHandle, StopReason
 from django_leasequeue.runtime.signal_dispatch import TaskSignalDispatcher
 from django_leasequeue.runtime.workflow_steps import ReleasedStepsWaker
 from django_leasequeue.sql import jobs as jobs_sql
 from django_leasequeue.sql.queue_control import expire_doomed, snooze
-from django_leasequeue.sql.records import ClaimedJob, FailOutcome
+from django_leasequeue.sql.records import ClaimedJob, NextRun
 from django_leasequeue.task import DEFAULT_MAX_SNOOZES
 from django_leasequeue.task_signals import wanted
 from django_leasequeue.tasks_framework import (
@@ -82,7 +82,7 @@ class OutcomeRecorder:
         return running
 
     async def record(
-        self, handle: JobHandle, task: Task | None, outcome: Outcome
+        self, handle: JobHandle, task: Task | None, outcome: AttemptEnd
     ) -> FinishOutcome | None:
         """Write the attempt's outcome (``task`` is None when the job could not be resolved);
         returns it, as hooks' ``after_finish`` get it, or None when the lease was lost."""
@@ -98,7 +98,7 @@ class OutcomeRecorder:
             applied, status = True, JobStatus.SUCCEEDED
         elif outcome.succeeded:
             try:
-                # A success carries its result (Outcome.succeeded).
+                # A success carries its result (AttemptEnd.succeeded).
                 result_json: str = outcome.result_json  # type: ignore[assignment]
                 applied = await self.completions.complete(
                     handle.lease, result_json, workflow_step=job.workflow_id is not None
@@ -106,7 +106,7 @@ class OutcomeRecorder:
                 status, completed_in_batch = JobStatus.SUCCEEDED, True
             except psycopg.Error as exc:  # refused again alone: the attempt fails, saying why
                 refused = UnstorableValue("return value", f"PostgreSQL refused it ({exc})")
-                outcome = Outcome(error=error_of(refused), retryable=False)
+                outcome = AttemptEnd(error=error_of(refused), retryable=False)
         if not applied and not outcome.succeeded:
             failed = await self._fail(handle, outcome)
             applied = failed is not None
@@ -149,7 +149,7 @@ class OutcomeRecorder:
             snoozed = await self.db.run(snooze(handle.lease, seconds, max_snoozes=max_snoozes))
         except psycopg.DataError as exc:  # Snooze checks its duration: a clock far ahead?
             refused = InvalidDuration(f"A snooze of {seconds:g} s cannot be stored ({exc}).")
-            return await self.record(handle, task, Outcome(error=error_of(refused)))
+            return await self.record(handle, task, AttemptEnd(error=error_of(refused)))
         if snoozed is None:
             logger.warning("Job %s: lease lost before its snooze was written; discarded.", job.id)
             metrics.stale_write(job.queue_name, job.task_path)
@@ -164,7 +164,7 @@ class OutcomeRecorder:
                 status = JobStatus.FAILED
         elif status == JobStatus.FAILED:
             too_many = TooManySnoozes(f"Snoozed more than max_snoozes ({max_snoozes}) times.")
-            outcome = Outcome(error=error_of(too_many), retryable=False)
+            outcome = AttemptEnd(error=error_of(too_many), retryable=False)
             logger.error("Job %s (%s) failed: %s", job.id, job.task_path, too_many)
         if status == JobStatus.QUEUED:
             metrics.finished(job.queue_name, job.task_path, status, handle.run_seconds())
@@ -210,7 +210,7 @@ class OutcomeRecorder:
             await handle.publish({"kind": "status", "status": JobStatus.RETRYING})
         return None
 
-    async def _fail(self, handle: JobHandle, outcome: Outcome) -> FailOutcome | None:
+    async def _fail(self, handle: JobHandle, outcome: AttemptEnd) -> NextRun | None:
         """Record a failed attempt. Should PostgreSQL refuse the error itself, record that
         instead, so the job still ends with a reason (not "lease expired" a lease later)."""
         statement = partial(
@@ -240,7 +240,7 @@ class OutcomeRecorder:
             )
 
     async def _finished(
-        self, handle: JobHandle, task: Task, status: JobStatus, outcome: Outcome | None = None
+        self, handle: JobHandle, task: Task, status: JobStatus, outcome: AttemptEnd | None = None
     ) -> None:
         job = handle.job
         metrics.finished(job.queue_name, job.task_path, status, handle.run_seconds())

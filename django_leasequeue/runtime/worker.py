@@ -19,7 +19,7 @@ from django_leasequeue.runtime.completions import CompletionBatcher
 from django_leasequeue.runtime.config import WorkerConfig
 from django_leasequeue.runtime.context import JobContext
 from django_leasequeue.runtime.database import Database, postgres_outage
-from django_leasequeue.runtime.execution import Outcome, error_of, resolve, run_attempt
+from django_leasequeue.runtime.execution import AttemptEnd, error_of, resolve, run_attempt
 from django_leasequeue.runtime.heartbeat import Heartbeat
 from django_leasequeue.runtime.job_handle import JobHandle, StopReason
 from django_leasequeue.runtime.job_logging import set_current
@@ -334,7 +334,7 @@ class WorkerLoop:
         if job.upstream is not None:  # a chain or chord step: its arguments start with them
             job, upstream = await with_upstream(self.db, job)
         task = resolve(job)
-        if isinstance(task, Outcome):
+        if isinstance(task, AttemptEnd):
             return await self.outcomes.record(handle, None, task)
         context = None
         wrappers = self.hooks.wrap_run
@@ -363,7 +363,7 @@ class WorkerLoop:
             raise
         handle.runner = None
         if handle.refused is not None:  # a checkpoint or progress it could not save
-            outcome = Outcome(error=error_of(handle.refused), retryable=False)
+            outcome = AttemptEnd(error=error_of(handle.refused), retryable=False)
         else:
             await handle.flush_progress()
         return await self.outcomes.record(handle, task, outcome)

@@ -14,10 +14,10 @@ from django_leasequeue.sql.records import (
     NO_LIMITS,
     ClaimedJob,
     CompletedSteps,
-    FailOutcome,
     HeartbeatReply,
     Lease,
     NewJob,
+    NextRun,
     SweptJob,
 )
 from django_leasequeue.sql.statement import Row, Statement, statement
@@ -237,10 +237,10 @@ def complete_steps(outcomes: Sequence[tuple[Lease, str]]) -> Statement[Completed
     return statement("complete_steps", _completed_steps, **_completions(outcomes))
 
 
-def _fail_outcome(rows: list[Row]) -> FailOutcome | None:
+def _next_run(rows: list[Row]) -> NextRun | None:
     if not rows:
         return None
-    return FailOutcome(rows[0]["status"], rows[0]["run_after"], rows[0]["expires_at"])
+    return NextRun(rows[0]["status"], rows[0]["run_after"], rows[0]["expires_at"])
 
 
 def fail(
@@ -251,7 +251,7 @@ def fail(
     traceback: str,
     retryable: bool,
     backoff_cap_seconds: float,
-) -> Statement[FailOutcome | None]:
+) -> Statement[NextRun | None]:
     """Fenced failure of one attempt; None when the lease was lost."""
     error = {
         "exception_class_path": exception_class_path,
@@ -260,7 +260,7 @@ def fail(
     }
     return statement(
         "fail",
-        _fail_outcome,
+        _next_run,
         id=lease.job_id,
         lease_version=lease.lease_version,
         error=jsonargs.dumps(error),

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from django_leasequeue.sql.readers import applied, id_list, rows
-from django_leasequeue.sql.records import FailOutcome, Lease, TaskKey
+from django_leasequeue.sql.records import Lease, NextRun, TaskKey
 from django_leasequeue.sql.statement import Row, Statement, statement
 
 
@@ -18,12 +18,6 @@ class PausedQueues:
 
     paused: list[str]
     open: list[str] | None
-
-
-@dataclass(frozen=True, slots=True)
-class SnoozeOutcome(FailOutcome):
-    """Where a snooze left its job: ``queued`` until ``run_after``, ``failed`` (too many
-    snoozes) or ``cancelled`` (a cancel was requested)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,18 +85,18 @@ def expire_doomed(ids: Iterable[UUID]) -> Statement[list[ExpiredJob]]:
     return statement("expire_doomed", _expired, ids=list(ids))
 
 
-def _snooze_outcome(rows: list[Row]) -> SnoozeOutcome | None:
+def _next_run(rows: list[Row]) -> NextRun | None:
     if not rows:
         return None
     row = rows[0]
-    return SnoozeOutcome(row["status"], row["run_after"], row["expires_at"])
+    return NextRun(row["status"], row["run_after"], row["expires_at"])
 
 
-def snooze(lease: Lease, seconds: float, *, max_snoozes: int) -> Statement[SnoozeOutcome | None]:
+def snooze(lease: Lease, seconds: float, *, max_snoozes: int) -> Statement[NextRun | None]:
     """Fenced; None when the lease was lost (nothing was written)."""
     return statement(
         "snooze",
-        _snooze_outcome,
+        _next_run,
         id=lease.job_id,
         lease_version=lease.lease_version,
         seconds=seconds,

@@ -202,9 +202,10 @@ class HeartbeatReply:
 
 
 @dataclass(frozen=True, slots=True)
-class FailOutcome:
-    """Where a failed attempt left its job: ``retrying`` (with its next run) or ``failed``;
-    ``expires_at`` is the job's expiry (None without one)."""
+class NextRun:
+    """Where a failed or snoozed attempt left its job: ``retrying`` or ``queued`` with its next
+    run, or ended (``failed``: no attempts or snoozes left; ``cancelled``: a cancel was
+    requested); ``expires_at`` is the job's expiry (None without one)."""
 
     status: str
     run_after: datetime

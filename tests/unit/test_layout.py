@@ -152,3 +152,40 @@ def test_the_import_finder_sees_every_way_to_import_a_test_module():
         "tests.example",
     )
     assert {"tests.a.test_x", "tests.b.test_y", "tests.example.test_z", "tests.c.test_w"} <= found
+
+
+# Names Django gives by convention (a command and a template tag library are named after what a
+# user types: `manage.py leasequeue`, `{% load leasequeue %}`), which may repeat.
+CONVENTIONAL_MODULE_NAMES = {
+    "__init__.py",
+    "admin.py",
+    "apps.py",
+    "models.py",
+    "urls.py",
+    "views.py",
+    "leasequeue.py",
+}
+CONVENTIONAL_CLASS_NAMES = {"Command", "Meta", "Media"}
+
+
+def test_no_module_file_name_is_used_twice_in_the_package():
+    seen: dict[str, list[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        if "migrations" not in path.parts and path.name not in CONVENTIONAL_MODULE_NAMES:
+            seen.setdefault(path.name, []).append(str(path.relative_to(PACKAGE)))
+    assert {name: paths for name, paths in seen.items() if len(paths) > 1} == {}
+
+
+def test_no_public_class_name_is_used_twice_in_the_package():
+    seen: dict[str, list[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        if "migrations" in path.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.ClassDef)
+                and not node.name.startswith("_")
+                and node.name not in CONVENTIONAL_CLASS_NAMES
+            ):
+                seen.setdefault(node.name, []).append(str(path.relative_to(PACKAGE)))
+    assert {name: paths for name, paths in seen.items() if len(paths) > 1} == {}

@@ -45,7 +45,7 @@ from django_leasequeue.admin.filters import (
 )
 from django_leasequeue.admin.guarded import GuardedModelAdmin
 from django_leasequeue.admin.pagination import EstimatedCountPaginator
-from django_leasequeue.admin.workers import worker_link
+from django_leasequeue.admin.worker_admin import worker_link
 from django_leasequeue.choices import JobStatus, RunIf
 from django_leasequeue.conf import job_database, lease_queue_backends
 from django_leasequeue.flow import usage as flow_usage
