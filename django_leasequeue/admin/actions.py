@@ -7,11 +7,11 @@ database, so it is safe while workers run.
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from uuid import UUID
 
 from django.contrib import admin, messages
-from django.contrib.admin import helpers
+from django.contrib.admin import ModelAdmin, helpers
 from django.contrib.admin.models import CHANGE, LogEntry
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest
@@ -25,9 +25,6 @@ from django_leasequeue.admin import display
 from django_leasequeue.choices import JobStatus
 from django_leasequeue.conf import job_database
 from django_leasequeue.models import Job
-
-if TYPE_CHECKING:
-    from django_leasequeue.admin.job_admin import JobAdmin
 
 # Most jobs one action touches; "select all" on a million-row filter stops here.
 MAX_ACTION_JOBS = 10_000
@@ -100,7 +97,7 @@ ACTIONS = {
 
 
 def run_action(
-    model_admin: "JobAdmin", request: HttpRequest, action: JobAction, ids: list[UUID]
+    model_admin: ModelAdmin, request: HttpRequest, action: JobAction, ids: list[UUID]
 ) -> None:
     """Run ``action`` on these jobs and tell the operator what it did."""
     report_outcome(model_admin, request, action, action.run(ids, job_database()))
@@ -109,7 +106,7 @@ def run_action(
 def bulk_action(action: JobAction) -> Callable:
     """A changelist action running ``action``, after a confirmation page when it asks for one."""
 
-    def run(model_admin: "JobAdmin", request: HttpRequest, queryset: QuerySet) -> Any:
+    def run(model_admin: ModelAdmin, request: HttpRequest, queryset: QuerySet) -> Any:
         ids = list(queryset.values_list("pk", flat=True)[: MAX_ACTION_JOBS + 1])
         capped = len(ids) > MAX_ACTION_JOBS
         ids = ids[:MAX_ACTION_JOBS]
@@ -132,7 +129,7 @@ def bulk_action(action: JobAction) -> Callable:
 
 
 def confirmation_page(
-    model_admin: "JobAdmin",
+    model_admin: ModelAdmin,
     request: HttpRequest,
     action: JobAction,
     ids: list[UUID],
@@ -171,7 +168,7 @@ def confirmation_page(
 
 
 def report_outcome(
-    model_admin: "JobAdmin",
+    model_admin: ModelAdmin,
     request: HttpRequest,
     action: JobAction,
     report: operations.ActionReport,

@@ -7,9 +7,10 @@ transaction each, race-safe with running workers. What they did is said in a mes
 in the workflow's history.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.contrib import messages
+from django.contrib.admin import ModelAdmin
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
 from django.http import (
@@ -29,15 +30,12 @@ from django_leasequeue.choices import JobStatus, WorkflowStatus
 from django_leasequeue.conf import job_database
 from django_leasequeue.models import WorkflowRun
 
-if TYPE_CHECKING:
-    from django_leasequeue.admin.workflow_admin import WorkflowRunAdmin
-
 CANCEL_PERMISSION = "leasequeue.cancel_workflow"
 RETRY_PERMISSION = "leasequeue.retry_workflow"
 
 
 def buttons(
-    model_admin: "WorkflowRunAdmin", request: HttpRequest, workflow: WorkflowRun
+    model_admin: ModelAdmin, request: HttpRequest, workflow: WorkflowRun
 ) -> list[dict[str, Any]]:
     """The buttons this operator may use on this workflow now."""
     found = []
@@ -57,7 +55,7 @@ def buttons(
     return found
 
 
-def _viewable(model_admin: "WorkflowRunAdmin", request: HttpRequest, object_id: str) -> Any:
+def _viewable(model_admin: ModelAdmin, request: HttpRequest, object_id: str) -> Any:
     workflow = model_admin.get_object(request, unquote(object_id))  # None: malformed or unknown
     if workflow is None:
         raise Http404
@@ -66,14 +64,14 @@ def _viewable(model_admin: "WorkflowRunAdmin", request: HttpRequest, object_id: 
     return workflow
 
 
-def _back(model_admin: "WorkflowRunAdmin", workflow: WorkflowRun) -> HttpResponseRedirect:
+def _back(model_admin: ModelAdmin, workflow: WorkflowRun) -> HttpResponseRedirect:
     return HttpResponseRedirect(
         reverse(f"{model_admin.admin_site.name}:leasequeue_workflowrun_change", args=[workflow.pk])
     )
 
 
 def _refused(
-    model_admin: "WorkflowRunAdmin", request: HttpRequest, workflow: WorkflowRun, permission: str
+    model_admin: ModelAdmin, request: HttpRequest, workflow: WorkflowRun, permission: str
 ) -> HttpResponse:
     model_admin.message_user(
         request,
@@ -84,9 +82,7 @@ def _refused(
     return _back(model_admin, workflow)
 
 
-def cancel_view(
-    model_admin: "WorkflowRunAdmin", request: HttpRequest, object_id: str
-) -> HttpResponse:
+def cancel_view(model_admin: ModelAdmin, request: HttpRequest, object_id: str) -> HttpResponse:
     """GET: confirm; POST: cancel the steps not started, ask the running ones to stop."""
     workflow = _viewable(model_admin, request, object_id)
     if not request.user.has_perm(CANCEL_PERMISSION):
@@ -131,9 +127,7 @@ def cancel_view(
     return _back(model_admin, workflow)
 
 
-def retry_view(
-    model_admin: "WorkflowRunAdmin", request: HttpRequest, object_id: str
-) -> HttpResponse:
+def retry_view(model_admin: ModelAdmin, request: HttpRequest, object_id: str) -> HttpResponse:
     """POST: queue the failed steps again; the steps they had cancelled wait for them."""
     if request.method != "POST":
         return HttpResponseNotAllowed(["POST"])
