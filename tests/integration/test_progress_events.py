@@ -109,7 +109,8 @@ def test_the_app_imports_and_renders_without_channels_installed():
         django.setup()
         from django.template import Context, Template
         from django_leasequeue import progress, urls
-        from django_leasequeue import progress_events as events, views, widget
+        from django_leasequeue import progress_events as events
+        from django_leasequeue.progress import views, widget
         from django_leasequeue.ids import uuid7
         from django_leasequeue.models import Job
 
