@@ -2,7 +2,7 @@
 
     createdb -h 127.0.0.1 -U postgres lq_explain
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/lq_explain \\
-        python -m django migrate --settings tests.settings --pythonpath .
+        python -m django migrate --settings tests.support.settings --pythonpath .
     psql -h 127.0.0.1 -U postgres -f bench/admin_explain_seed.sql lq_explain
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/lq_explain python bench/admin_explain.py
 
@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.support.settings")
 
 import django
 

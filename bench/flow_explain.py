@@ -28,8 +28,8 @@ def main() -> None:
     from django_leasequeue.sql import flow as flow_sql
     from django_leasequeue.sql import jobs as jobs_sql
     from django_leasequeue.sql.executor import execute
-    from tests import flow_tasks
-    from tests.helpers import claim_limited
+    from tests.support.helpers import claim_limited
+    from tests.support.tasks import flow as flow_tasks
 
     backend = flow_tasks.capped.get_backend()
     backend.enqueue_many([(flow_tasks.capped, (n, 0), {}) for n in range(BACKLOG)])
@@ -39,7 +39,7 @@ def main() -> None:
     with connection.cursor() as cursor:
         cursor.execute("VACUUM ANALYZE leasequeue_job")
     candidates = flow_sql.flow_candidates(None, after="", partitions=20, per_partition=10)
-    key = "task:tests.flow_tasks.capped"
+    key = "task:tests.support.tasks.flow.capped"
     usage = flow_sql.flow_usage(concurrency_keys=[key], queues=[], rate_keys=[])
     for statement in (candidates, usage):
         for _ in range(2):

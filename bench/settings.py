@@ -4,7 +4,7 @@ import os
 
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/lq_bench")
 
-from tests.settings import *  # noqa: F403
+from tests.support.settings import *  # noqa: F403
 
 INSTALLED_APPS = [*INSTALLED_APPS, "bench"]  # noqa: F405
 if os.environ.get("LEASEQUEUE_BENCH_SCHEDULES"):  # throughput.py --schedule-cost

@@ -207,7 +207,7 @@ def main() -> int:
     # Stopped by SIGTERM (a background job ignores SIGINT): clean up as after Ctrl-C.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(1))
     random.seed(args.seed)
-    from tests.servers import RedisServer
+    from tests.support.servers import RedisServer
 
     redis_server = RedisServer().start()
     setup(args.database_url, redis_server.url)

@@ -10,7 +10,7 @@ import time
 from bench.peer_apps import common
 from django_leasequeue import task as leasequeue_task
 from django_leasequeue.tasks_framework import task
-from tests.models import Execution, Receipt
+from tests.support.models import Execution, Receipt
 
 
 @task

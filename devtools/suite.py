@@ -21,7 +21,7 @@ ONE_SERIES = "django_independent or browser"
 # Test files run in parallel (pytest-xdist), one series after the other: the slow tests mostly
 # wait on workers, PostgreSQL and clocks, so more processes than cores pay off; far more would
 # make crash tests that time their recovery flaky on a 2-core machine. Each process has its own
-# test databases and Redis key prefix (tests/settings.py).
+# test databases and Redis key prefix (tests/support/settings/__init__.py).
 PROCESSES = {"first": 3, "others": 3}
 
 
@@ -141,7 +141,7 @@ def _django_version(python) -> str:
 
 def _migrations_match(python, env: dict[str, str]) -> bool:
     check = [python, "-m", "django", "makemigrations", "--check", "--dry-run"]
-    check += ["--settings", "tests.settings", "--pythonpath", "."]
+    check += ["--settings", "tests.support.settings", "--pythonpath", "."]
     if children.run(check, cwd=venv.ROOT, env=env):
         print("Models and migrations disagree: run makemigrations.", file=sys.stderr)
         return False

@@ -1,7 +1,7 @@
 """Settings of the demo site: PostgreSQL and Redis from DATABASE_URL / REDIS_URL.
 
-The defaults match the test suite's (``tests/settings.py``); ``python3 dev.py demo`` points
-them at throwaway servers when nothing is listening there.
+The defaults match the test suite's (``tests/support/settings/__init__.py``); ``python3 dev.py
+demo`` points them at throwaway servers when nothing is listening there.
 """
 
 import os

@@ -4,9 +4,9 @@ from django.test import Client
 from django_redis import get_redis_connection
 
 from django_leasequeue.tasks_framework import task_backends
-from tests.permissions import APP_LABELS
+from tests.support.permissions import APP_LABELS
 
-pytest_plugins = ["tests.leftovers"]
+pytest_plugins = ["tests.support.leftovers"]
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from devtools.services import free_port
 from tests.acceptance.harness import ROOT, test_database_url, wait_until
-from tests.processes import popen_options
+from tests.support.processes import popen_options
 
 
 class Daphne:
@@ -18,8 +18,8 @@ class Daphne:
         port: int | None = None,
         *,
         database_url: str | None = None,
-        settings: str = "tests.settings",
-        application: str = "tests.asgi:application",
+        settings: str = "tests.support.settings",
+        application: str = "tests.support.asgi:application",
         env: dict[str, str] | None = None,
         ready_path: str = "/static/leasequeue/progress.js",
     ) -> None:

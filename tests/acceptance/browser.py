@@ -14,7 +14,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from playwright.sync_api import Browser, Error, Page, Playwright
 
-from tests.permissions import APP_LABELS
+from tests.support.permissions import APP_LABELS
 
 # Without the background-networking flags Chromium keeps dialling hosts a closed network refuses.
 _ARGS = [

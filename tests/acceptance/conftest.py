@@ -8,7 +8,7 @@ from playwright.sync_api import Browser, Page, sync_playwright
 from devtools.pgbouncer import INSTALL_HINT, ensure_pgbouncer
 from tests.acceptance.browser import launch_chromium
 from tests.acceptance.harness import Workers
-from tests.servers import PgBouncerServer
+from tests.support.servers import PgBouncerServer
 
 # How long a test's workers get to stop gracefully at teardown before they are killed. A worker
 # with a long job in flight waits its grace (30 s) for it; the test is over, so nothing is lost.
@@ -59,7 +59,7 @@ def open_page() -> Iterator[Callable[..., Page]]:
 
     Chromium starts at the first call, not before: Playwright's sync API runs an event loop in
     the test's thread, where Django then refuses database access. So use the ORM first, or on a
-    thread of its own (``tests.helpers.run_in_threads``).
+    thread of its own (``tests.support.helpers.run_in_threads``).
 
     ``admin_sidebar``: open or fold the admin's navigation sidebar (folded, the job list gets
     the width); other keywords go to ``Browser.new_context`` (``viewport``, ``reduced_motion``).

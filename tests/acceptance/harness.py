@@ -16,14 +16,14 @@ from pathlib import Path
 from django.db import connections
 
 from django_leasequeue.models import Job
-from tests.models import Execution, Receipt
-from tests.processes import popen_options
-from tests.tasks import recorded_work
+from tests.support.models import Execution, Receipt
+from tests.support.processes import popen_options
+from tests.support.tasks.basic import recorded_work
 
 ROOT = Path(__file__).resolve().parents[2]
 
 # The environment of a process that reaches PostgreSQL through PgBouncer (docs/pgbouncer.md).
-THROUGH_PGBOUNCER = {"DJANGO_SETTINGS_MODULE": "tests.settings_pgbouncer"}
+THROUGH_PGBOUNCER = {"DJANGO_SETTINGS_MODULE": "tests.support.settings.pgbouncer"}
 
 # Short leases so that crash recovery happens within seconds.
 FAST_OPTIONS = {
@@ -50,7 +50,7 @@ def test_database_url(alias: str = "default") -> str:
 
 class Workers:
     """``manage.py runworkers`` in its own process group, logging to a file; it and its worker
-    processes die with the test process (``tests/processes.py``)."""
+    processes die with the test process (``tests/support/processes.py``)."""
 
     def __init__(
         self,
@@ -64,7 +64,7 @@ class Workers:
         env = {
             **os.environ,
             **(env or {}),
-            "DJANGO_SETTINGS_MODULE": "tests.settings",
+            "DJANGO_SETTINGS_MODULE": "tests.support.settings",
             "DATABASE_URL": database_url or test_database_url(),
             "LEASEQUEUE_OPTIONS": json.dumps({**FAST_OPTIONS, **(options or {})}),
             "PYTHONPATH": str(ROOT),
@@ -148,7 +148,7 @@ def start_django_shell(database_url: str, code: str, **env: str) -> subprocess.P
 def _shell_env(database_url: str, env: dict[str, str]) -> dict[str, str]:
     return {
         **os.environ,
-        "DJANGO_SETTINGS_MODULE": "tests.settings",
+        "DJANGO_SETTINGS_MODULE": "tests.support.settings",
         "DATABASE_URL": database_url,
         "PYTHONPATH": str(ROOT),
         **env,

@@ -13,8 +13,8 @@ from django_leasequeue.sql import jobs as jobs_sql
 from django_leasequeue.sql import operator_actions as operator_actions_sql
 from django_leasequeue.sql.executor import execute
 from tests.acceptance.browser import log_in, make_operator, screenshot_path
-from tests.helpers import claim_one, in_a_thread
-from tests.tasks import add, reports_progress
+from tests.support.helpers import claim_one, in_a_thread
+from tests.support.tasks.basic import add, reports_progress
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 

@@ -5,7 +5,7 @@ import pytest
 
 from django_leasequeue.models import Job
 from tests.acceptance.harness import wait_until
-from tests.tasks import atimes_its_sleep, times_its_sleep
+from tests.support.tasks.basic import atimes_its_sleep, times_its_sleep
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

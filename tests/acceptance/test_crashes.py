@@ -23,9 +23,9 @@ from tests.acceptance.harness import (
     unfinished,
     wait_until,
 )
-from tests.models import Execution, Receipt
-from tests.servers import RedisServer
-from tests.tasks import async_sleep, kill_my_process, recorded_work
+from tests.support.models import Execution, Receipt
+from tests.support.servers import RedisServer
+from tests.support.tasks.basic import async_sleep, kill_my_process, recorded_work
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),

@@ -15,12 +15,12 @@ import sys
 
 import pytest
 
-from tests import docs_snippets
 from tests.acceptance import harness
+from tests.support import docs_snippets
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-SETTINGS = "tests.settings_docs"
+SETTINGS = "tests.support.settings.docs"
 COMMANDS = [
     (str(doc.relative_to(docs_snippets.ROOT)), block)
     for doc in sorted(docs_snippets.ROOT.glob("docs/*.md"))

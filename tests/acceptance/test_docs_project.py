@@ -1,5 +1,5 @@
 """A new project built from the README's snippets as written: ``startproject``, the snippets
-pasted (``tests/docs_snippets.py`` extracts them), ``migrate``, an enqueue, the README's
+pasted (``tests/support/docs_snippets.py`` extracts them), ``migrate``, an enqueue, the README's
 ``runworkers`` command, ``runserver``, and the README's progress bar moving in Chromium.
 
 Only the newcomer's own glue is added: the database and Redis to use, an app with a page that
@@ -23,11 +23,11 @@ import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from devtools.services import free_port
-from tests import docs_snippets
 from tests.acceptance import harness
 from tests.acceptance.harness import wait_until
-from tests.processes import popen_options
-from tests.settings import KEY_PREFIX, REDIS_URL
+from tests.support import docs_snippets
+from tests.support.processes import popen_options
+from tests.support.settings import KEY_PREFIX, REDIS_URL
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -4,9 +4,9 @@ and a job a limit holds back saying why it waits instead of looking stuck."""
 import pytest
 from playwright.sync_api import expect
 
-from tests import flow_tasks
 from tests.acceptance.browser import log_in, make_operator, screenshot_path
-from tests.helpers import claim_limited
+from tests.support.helpers import claim_limited
+from tests.support.tasks import flow as flow_tasks
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 

@@ -13,10 +13,10 @@ from django.db import connection
 from django.test import override_settings
 
 from django_leasequeue.models import Job
-from tests import flow_tasks
 from tests.acceptance import harness
 from tests.acceptance.harness import wait_until
-from tests.servers import RedisServer
+from tests.support.servers import RedisServer
+from tests.support.tasks import flow as flow_tasks
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),

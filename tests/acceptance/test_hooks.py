@@ -10,8 +10,8 @@ import pytest
 from django_leasequeue.models import Job
 from django_leasequeue.tasks_framework import task_backends
 from tests.acceptance.harness import LONG_LEASE, wait_until
-from tests.hook_examples import current_tenant, read_log
-from tests.hook_tasks import (
+from tests.support.hook_examples import current_tenant, read_log
+from tests.support.tasks.hooks import (
     always_fails,
     async_tenant_and_meta,
     fails_once,
@@ -22,9 +22,12 @@ from tests.hook_tasks import (
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.crash]
 
-TENANT = "tests.hook_examples.TenantHook"
-RECORDING = ["tests.hook_examples.RecordingHook", "tests.hook_examples.AsyncRecordingHook"]
-BROKEN = ["tests.hook_examples.BrokenHook", "tests.hook_examples.BrokenExitHook"]
+TENANT = "tests.support.hook_examples.TenantHook"
+RECORDING = [
+    "tests.support.hook_examples.RecordingHook",
+    "tests.support.hook_examples.AsyncRecordingHook",
+]
+BROKEN = ["tests.support.hook_examples.BrokenHook", "tests.support.hook_examples.BrokenExitHook"]
 
 
 def _with_hooks(settings, hooks):
@@ -105,7 +108,7 @@ def test_broken_hooks_are_logged_by_name_and_lose_nothing(start_workers, tmp_pat
     hook_log = tmp_path / "hooks.jsonl"
     ok, failing = plain.enqueue(7).id, always_fails.enqueue().id
     workers = start_workers(
-        options={**LONG_LEASE, "hooks": [*BROKEN, "tests.hook_examples.RecordingHook"]},
+        options={**LONG_LEASE, "hooks": [*BROKEN, "tests.support.hook_examples.RecordingHook"]},
         env={"LEASEQUEUE_TEST_HOOK_LOG": str(hook_log)},
     )
     wait_until(_done(ok, failing), 30, "both jobs finished")
@@ -118,10 +121,10 @@ def test_broken_hooks_are_logged_by_name_and_lose_nothing(start_workers, tmp_pat
     assert workers.stop() == 0
     log = workers.log()
     for line in (
-        "Hook tests.hook_examples.BrokenHook failed in wrap_run for job",
-        "Hook tests.hook_examples.BrokenExitHook failed in wrap_run (on exit) for job",
-        "Hook tests.hook_examples.BrokenHook failed in after_finish for job",
-        "Hook tests.hook_examples.BrokenExitHook failed in after_finish for job",
+        "Hook tests.support.hook_examples.BrokenHook failed in wrap_run for job",
+        "Hook tests.support.hook_examples.BrokenExitHook failed in wrap_run (on exit) for job",
+        "Hook tests.support.hook_examples.BrokenHook failed in after_finish for job",
+        "Hook tests.support.hook_examples.BrokenExitHook failed in after_finish for job",
     ):
         assert line in log, line
     assert "RuntimeError: wrap_run is broken" in log  # with the traceback
@@ -137,8 +140,10 @@ def test_every_log_record_about_a_job_carries_its_fields_as_json(start_workers, 
     wait_until(_done(job_id), 30, "the job finished")
     assert workers.stop() == 0
     records = [json.loads(line) for line in json_log.read_text().splitlines()]
-    about_job = [r for r in records if job_id in r["message"] or r["logger"] == "tests.hook_tasks"]
-    fields = {"job_id": job_id, "task": "tests.hook_tasks.fails_once", "queue": "default"}
+    about_job = [
+        r for r in records if job_id in r["message"] or r["logger"] == "tests.support.tasks.hooks"
+    ]
+    fields = {"job_id": job_id, "task": "tests.support.tasks.hooks.fails_once", "queue": "default"}
     by_message = {r["message"]: r for r in about_job}
     # The task's own lines, one per attempt, and the worker's line about the failed attempt.
     assert by_message["attempt 1 starts"] == {

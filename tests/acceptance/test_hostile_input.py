@@ -11,7 +11,7 @@ from django.utils import timezone
 from django_leasequeue.models import Job, Undecodable
 from django_leasequeue.tasks_framework import TaskResultStatus
 from tests.acceptance.harness import wait_until
-from tests.tasks import add, async_sleep, returns_deep, returns_nul
+from tests.support.tasks.basic import add, async_sleep, returns_deep, returns_nul
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.crash]
 

@@ -1,5 +1,5 @@
-"""An interrupted test run does not break the next one (tests/processes.py,
-tests/leftovers.py): the processes a test starts die with it, SIGTERM ends a run with
+"""An interrupted test run does not break the next one (tests/support/processes.py,
+tests/support/leftovers.py): the processes a test starts die with it, SIGTERM ends a run with
 its teardown, and a run cleans up what a killed one left behind, saying so."""
 
 import contextlib
@@ -16,7 +16,7 @@ from django.db import connection
 
 from tests.acceptance import harness
 from tests.acceptance.harness import ROOT, wait_until
-from tests.processes import popen_options
+from tests.support.processes import popen_options
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.django_independent]
 
@@ -44,7 +44,7 @@ def _gone(pid: int) -> bool:
 def _env(**extra: str) -> dict[str, str]:
     return {
         **os.environ,
-        "DJANGO_SETTINGS_MODULE": "tests.settings",
+        "DJANGO_SETTINGS_MODULE": "tests.support.settings",
         "PYTHONPATH": str(ROOT),
     } | extra
 

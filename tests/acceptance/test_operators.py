@@ -22,13 +22,13 @@ from prometheus_client.parser import text_string_to_metric_families
 from django_leasequeue.models import Job, Worker
 from tests.acceptance import harness
 from tests.acceptance.harness import ROOT, wait_until
-from tests.helpers import validate_status_json
-from tests.processes import popen_options
-from tests.tasks import add, async_sleep, flaky
+from tests.support.helpers import validate_status_json
+from tests.support.processes import popen_options
+from tests.support.tasks.basic import add, async_sleep, flaky
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.crash]
 
-ADD = "tests.tasks.add"
+ADD = "tests.support.tasks.basic.add"
 
 
 def alive_rows() -> list[Worker]:
@@ -117,7 +117,7 @@ def status(*args: str, **kwargs) -> subprocess.CompletedProcess:
 def _env() -> dict[str, str]:
     return {
         **os.environ,
-        "DJANGO_SETTINGS_MODULE": "tests.settings",
+        "DJANGO_SETTINGS_MODULE": "tests.support.settings",
         "DATABASE_URL": harness.test_database_url(),
         "PYTHONPATH": str(ROOT),
     }
@@ -143,7 +143,7 @@ def test_status_is_healthy_with_live_workers_and_exits_1_without(start_workers):
     queues = {q["name"]: q for q in report["queues"]}
     assert set(queues) == {"default", "high", "low", "other", "llm"}  # the declared queues
     assert queues["default"]["finished_last_minute"] == 10
-    # The llm queue's limits (tests/settings.py), unused; no limited task has jobs.
+    # The llm queue's limits (tests/support/settings/__init__.py), unused; no limited task has jobs.
     assert queues["llm"]["limits"] == {
         "concurrency": {"cap": 2, "used": 0},
         "rate_limit": None,
@@ -274,10 +274,17 @@ def test_metrics_endpoint_adds_up_every_worker_process(
         ]
         == 25
     )
-    assert scraped[("leasequeue_jobs_started_total", labels("tests.tasks.flaky"))] == 2
-    assert scraped[("leasequeue_jobs_retried_total", labels("tests.tasks.flaky"))] == 1
-    assert scraped[("leasequeue_jobs_failed_total", labels("tests.tasks.flaky"))] == 1
-    assert ("leasequeue_jobs_succeeded_total", labels("tests.tasks.flaky")) not in scraped
+    assert (
+        scraped[("leasequeue_jobs_started_total", labels("tests.support.tasks.basic.flaky"))] == 2
+    )
+    assert (
+        scraped[("leasequeue_jobs_retried_total", labels("tests.support.tasks.basic.flaky"))] == 1
+    )
+    assert scraped[("leasequeue_jobs_failed_total", labels("tests.support.tasks.basic.flaky"))] == 1
+    assert (
+        "leasequeue_jobs_succeeded_total",
+        labels("tests.support.tasks.basic.flaky"),
+    ) not in scraped
     # Gauges, from PostgreSQL at scrape time.
     assert scraped[("leasequeue_workers_alive", ())] == 2
     assert scraped[("leasequeue_jobs_queued", (("queue", "default"),))] == 2
@@ -290,10 +297,13 @@ def test_metrics_endpoint_adds_up_every_worker_process(
     os.kill(pid, signal.SIGKILL)
     wait_until(lambda: Job.objects.get(pk=slow).attempt == 2, 20, "the slow job taken over")
     scraped = scrape(admin_client.get(reverse("leasequeue:metrics")).content.decode())
-    key = ("leasequeue_leases_recovered_total", labels("tests.tasks.async_sleep"))
+    key = ("leasequeue_leases_recovered_total", labels("tests.support.tasks.basic.async_sleep"))
     assert scraped[key] == 1
     # Taken back for another attempt: that counts as a retry.
-    assert scraped[("leasequeue_jobs_retried_total", labels("tests.tasks.async_sleep"))] == 1
+    assert (
+        scraped[("leasequeue_jobs_retried_total", labels("tests.support.tasks.basic.async_sleep"))]
+        == 1
+    )
     # The dead process's counts stay in the sums: totals never go backwards.
     assert scraped[("leasequeue_jobs_started_total", labels(ADD))] == 25
     workers.stop()

@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 
 from django_leasequeue import InvalidDuration, InvalidTaskArguments
 from django_leasequeue.models import Job
-from tests import control_tasks
 from tests.acceptance.harness import wait_until
-from tests.tasks import add
-from tests.value_tasks import python_literal
+from tests.support.tasks import control as control_tasks
+from tests.support.tasks.basic import add
+from tests.support.tasks.values import python_literal
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 

@@ -3,7 +3,7 @@ trace, the run spans children of the enqueue's PRODUCER span and linked to it, t
 attributes, ERROR for the failed attempt; a workflow's steps in the enqueuing trace.
 
 The test process exports to the SDK's in-memory exporter; the workers export to a file
-through a hook (tests/otel_export.py)."""
+through a hook (tests/support/otel_export.py)."""
 
 import json
 
@@ -17,8 +17,8 @@ from opentelemetry.trace import SpanKind, StatusCode
 from django_leasequeue import chain, step
 from django_leasequeue.models import Job
 from tests.acceptance.harness import wait_until
-from tests.hook_tasks import fails_once
-from tests.workflow_tasks import fetch, length
+from tests.support.tasks.hooks import fails_once
+from tests.support.tasks.workflows import fetch, length
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.crash]
 
@@ -48,7 +48,10 @@ def traced(settings, tracer, start_workers, tmp_path):
 
     def start():
         return start_workers(
-            options={"opentelemetry": True, "hooks": ["tests.otel_export.ExportSpansToFile"]},
+            options={
+                "opentelemetry": True,
+                "hooks": ["tests.support.otel_export.ExportSpansToFile"],
+            },
             env={"LEASEQUEUE_TEST_SPANS": str(spans)},
         )
 
@@ -84,7 +87,7 @@ def test_one_trace_from_the_request_to_every_attempt(traced):
         "messaging.message.id": job_id,
         "messaging.operation.type": "send",
         "messaging.operation.name": "send",
-        "leasequeue.task": "tests.hook_tasks.fails_once",
+        "leasequeue.task": "tests.support.tasks.hooks.fails_once",
     }
     trace_id = _hex(request.get_span_context().trace_id, 32)
     producer_id = _hex(producer.get_span_context().span_id, 16)
@@ -103,7 +106,7 @@ def test_one_trace_from_the_request_to_every_attempt(traced):
             "messaging.message.id": job_id,
             "messaging.operation.type": "process",
             "messaging.operation.name": "process",
-            "leasequeue.task": "tests.hook_tasks.fails_once",
+            "leasequeue.task": "tests.support.tasks.hooks.fails_once",
             "leasequeue.attempt": run["attributes"]["leasequeue.attempt"],
         }
     first, second = runs

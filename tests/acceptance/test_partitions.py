@@ -12,8 +12,8 @@ from django.db import connection, connections
 from django_leasequeue.models import Job
 from tests.acceptance import harness
 from tests.acceptance.harness import wait_until
-from tests.proxy import PartitionableProxy
-from tests.tasks import add, async_sleep, stays_alive
+from tests.support.proxy import PartitionableProxy
+from tests.support.tasks.basic import add, async_sleep, stays_alive
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),

@@ -22,7 +22,6 @@ from django.urls import reverse
 from django_leasequeue.models import Job, Schedule
 from django_leasequeue.schedules.plan import ON_TIME
 from tests.acceptance.harness import wait_until
-from tests.models import TickRun
 from tests.periodic.catching_up.tasks import (
     FIVE_MINUTES,
     default_catch_up,
@@ -31,7 +30,8 @@ from tests.periodic.catching_up.tasks import (
 )
 from tests.periodic.every_second.tasks import tick
 from tests.periodic.overlapping.tasks import slow_tick
-from tests.servers import RedisServer
+from tests.support.models import TickRun
+from tests.support.servers import RedisServer
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.crash]
 

@@ -1,6 +1,7 @@
 """Everything through a real PgBouncer in transaction pooling mode: enqueue, runworkers, the
-admin, live progress, and the kill -9 crash test. The clients use ``tests.settings_pgbouncer``
-(server-side cursors and prepared statements off); see docs/pgbouncer.md."""
+admin, live progress, and the kill -9 crash test. The clients use
+``tests.support.settings.pgbouncer`` (server-side cursors and prepared statements off); see
+docs/pgbouncer.md."""
 
 import json
 import os
@@ -25,7 +26,7 @@ from tests.acceptance.harness import (
     unfinished,
     wait_until,
 )
-from tests.models import Receipt
+from tests.support.models import Receipt
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.crash]
 
@@ -53,8 +54,8 @@ def test_enqueue_workers_admin_and_live_progress_through_pgbouncer(
     enqueued = django_shell(
         through,
         "import json, random\n"
-        "from tests.progress_tasks import stepped\n"
-        "from tests.tasks import recorded_work\n"
+        "from tests.support.tasks.progress import stepped\n"
+        "from tests.support.tasks.basic import recorded_work\n"
         "calls = [(recorded_work, (n, random.randint(20, 100)), {}) for n in range(100)]\n"
         "ids = [r.id for r in recorded_work.get_backend().enqueue_many(calls)]\n"
         "ids.append(recorded_work.enqueue(100, 50).id)\n"
@@ -64,7 +65,7 @@ def test_enqueue_workers_admin_and_live_progress_through_pgbouncer(
     assert enqueued.returncode == 0, enqueued.stderr
     ids = json.loads(enqueued.stdout.strip().splitlines()[-1])
     daphne = Daphne(
-        tmp_path / "daphne.log", database_url=through, settings="tests.settings_pgbouncer"
+        tmp_path / "daphne.log", database_url=through, settings="tests.support.settings.pgbouncer"
     ).start()
     try:
         start_workers(

@@ -14,7 +14,7 @@ from django.conf import settings
 
 from tests.acceptance import harness
 from tests.acceptance.harness import django_shell, wait_until
-from tests.servers import PostgresServer
+from tests.support.servers import PostgresServer
 
 pytestmark = [pytest.mark.crash, pytest.mark.django_independent]
 
@@ -40,7 +40,7 @@ def own_postgres():
             cwd=harness.ROOT,
             env={
                 **os.environ,
-                "DJANGO_SETTINGS_MODULE": "tests.settings",
+                "DJANGO_SETTINGS_MODULE": "tests.support.settings",
                 "DATABASE_URL": url,
                 "PYTHONPATH": str(harness.ROOT),
             },
@@ -63,7 +63,7 @@ def test_a_full_postgresql_restart_mid_run_loses_nothing(start_workers, own_post
     enqueue = django_shell(
         url,
         "import random\n"
-        "from tests.tasks import recorded_work\n"
+        "from tests.support.tasks.basic import recorded_work\n"
         "calls = [(recorded_work, (n, random.randint(100, 400)), {})"
         f" for n in range({JOBS})]\n"
         "recorded_work.get_backend().enqueue_many(calls)",
@@ -87,7 +87,7 @@ def test_a_full_postgresql_restart_mid_run_loses_nothing(start_workers, own_post
     started = time.monotonic()
     failed = django_shell(
         url,
-        "from tests.tasks import add\n"
+        "from tests.support.tasks.basic import add\n"
         "try:\n"
         "    add.enqueue(1, 2)\n"
         "except Exception as exc:\n"
@@ -151,7 +151,7 @@ def test_a_burst_gives_up_when_postgresql_goes_down_mid_run(start_workers, own_p
     server, url = own_postgres
     enqueue = django_shell(
         url,
-        "from tests.tasks import async_sleep\n"
+        "from tests.support.tasks.basic import async_sleep\n"
         "async_sleep.get_backend().enqueue_many([(async_sleep, (30,), {}) for _ in range(3)])",
     )
     assert enqueue.returncode == 0, enqueue.stderr

@@ -9,8 +9,8 @@ from playwright.sync_api import Page
 from tests.acceptance.asgi_server import Daphne
 from tests.acceptance.browser import screenshot_path
 from tests.acceptance.harness import LIVE_PROGRESS_OPTIONS, THROUGH_PGBOUNCER, wait_until
-from tests.progress_tasks import stepped
-from tests.servers import RedisServer
+from tests.support.servers import RedisServer
+from tests.support.tasks.progress import stepped
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 
@@ -198,7 +198,9 @@ def test_bar_moves_to_100_percent_over_websocket_through_pgbouncer(
     (docs/pgbouncer.md): the bar still follows the job live over its websocket."""
     _, through = pgbouncer
     server = Daphne(
-        tmp_path / "daphne-pgbouncer.log", database_url=through, settings="tests.settings_pgbouncer"
+        tmp_path / "daphne-pgbouncer.log",
+        database_url=through,
+        settings="tests.support.settings.pgbouncer",
     ).start()
     try:
         start_workers(
@@ -226,7 +228,7 @@ def test_with_debug_on_a_bar_whose_script_is_not_served_says_so_on_the_page(open
     job_id = stepped.enqueue(3, 0.1).id
     server = Daphne(
         tmp_path / "daphne-bare.log",
-        application="tests.asgi_without_static:application",
+        application="tests.support.asgi_without_static:application",
         env={"LEASEQUEUE_TEST_DEBUG": "1"},
         ready_path="/admin/login/",
     ).start()

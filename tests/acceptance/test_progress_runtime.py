@@ -18,8 +18,8 @@ from django.db import connection
 from django_leasequeue.models import Job
 from django_leasequeue.progress.access import job_token
 from tests.acceptance.harness import wait_until
-from tests.asgi import application
-from tests.progress_tasks import (
+from tests.support.asgi import application
+from tests.support.tasks.progress import (
     aresume_after_crash,
     atight_loop,
     report_until_refused,

@@ -15,11 +15,11 @@ from django_redis import get_redis_connection
 from prometheus_client.parser import text_string_to_metric_families
 
 from django_leasequeue.models import Job
-from tests import control_tasks
 from tests.acceptance import harness
 from tests.acceptance.harness import wait_until
-from tests.models import Execution
-from tests.tasks import add, async_sleep
+from tests.support.models import Execution
+from tests.support.tasks import control as control_tasks
+from tests.support.tasks.basic import add, async_sleep
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.crash]
 
@@ -178,7 +178,7 @@ def test_expired_jobs_behind_a_blocker_never_run_and_consume_no_attempt(
         for family in text_string_to_metric_families(body)
         for sample in family.samples
         if sample.name == "leasequeue_jobs_expired_total"
-        and sample.labels["task"] == "tests.control_tasks.expiring"
+        and sample.labels["task"] == "tests.support.tasks.control.expiring"
     )
     assert expired == 1000
 
@@ -250,7 +250,7 @@ RACE = """
 import json, pathlib, time
 from django.db import connection
 from django.db.models import F, Max
-from tests.control_tasks import hourly_report
+from tests.support.tasks.control import hourly_report
 connection.ensure_connection()
 pathlib.Path({ready!r}).touch()
 go = pathlib.Path({go!r})

@@ -8,8 +8,8 @@ from playwright.sync_api import expect
 
 from django_leasequeue.models import Job
 from tests.acceptance.browser import log_in, make_operator
-from tests.helpers import run_in_threads
-from tests.tasks import add
+from tests.support.helpers import run_in_threads
+from tests.support.tasks.basic import add
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 

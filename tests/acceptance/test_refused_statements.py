@@ -9,8 +9,8 @@ from django.db import connection
 
 from django_leasequeue.models import Job
 from tests.acceptance.harness import wait_until
-from tests.tasks import add, async_sleep
-from tests.value_tasks import limited_sleep
+from tests.support.tasks.basic import add, async_sleep
+from tests.support.tasks.values import limited_sleep
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.crash]
 

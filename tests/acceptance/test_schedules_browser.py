@@ -11,8 +11,8 @@ from playwright.sync_api import Page, expect
 from django_leasequeue.models import Job, Schedule
 from tests.acceptance.browser import log_in, make_operator, screenshot_path
 from tests.acceptance.harness import wait_until
-from tests.helpers import in_a_thread
 from tests.periodic.every_second.tasks import tick
+from tests.support.helpers import in_a_thread
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser, pytest.mark.crash]
 

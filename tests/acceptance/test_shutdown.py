@@ -13,10 +13,10 @@ from django_leasequeue.models import Job
 from django_leasequeue.runtime.shutdown import STOP_SECONDS
 from tests.acceptance import harness
 from tests.acceptance.harness import wait_until
-from tests.proxy import PartitionableProxy
-from tests.servers import free_port
-from tests.signal_log import ENV_VAR
-from tests.tasks import async_sleep
+from tests.support.proxy import PartitionableProxy
+from tests.support.servers import free_port
+from tests.support.signal_log import ENV_VAR
+from tests.support.tasks.basic import async_sleep
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.crash]
 

@@ -15,8 +15,8 @@ from django_leasequeue.models import Job
 from django_leasequeue.runtime.supervisor import STARTUP_ATTEMPTS
 from tests.acceptance import harness
 from tests.acceptance.harness import wait_until
-from tests.servers import free_port
-from tests.tasks import add, pools_found
+from tests.support.servers import free_port
+from tests.support.tasks.basic import add, pools_found
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.crash]
 
@@ -89,7 +89,7 @@ def test_settings_that_fail_in_spawned_workers_end_runworkers_with_the_import_er
         "2",
         "--start-method",
         "spawn",
-        env={"DJANGO_SETTINGS_MODULE": "tests.settings_broken_in_workers"},
+        env={"DJANGO_SETTINGS_MODULE": "tests.support.settings.broken_in_workers"},
     )
     code = workers.process.wait(GIVE_UP_WITHIN_SECONDS)
     log = workers.log()
@@ -109,7 +109,7 @@ def test_a_forked_worker_gets_none_of_the_supervisors_connection_pools(start_wor
     """With Django's connection pool, the supervisor opens one when a worker dies (it marks
     the worker dead and ends its leases); it closes it before forking the next."""
     workers = start_workers(
-        "--processes", "1", env={"DJANGO_SETTINGS_MODULE": "tests.settings_pool"}
+        "--processes", "1", env={"DJANGO_SETTINGS_MODULE": "tests.support.settings.pool"}
     )
     [first] = workers.wait_for_children(1)
     ran = add.enqueue(1, 1).id  # the worker has started once it ran this
@@ -128,7 +128,7 @@ def test_a_manage_py_without_the_main_guard_runs_workers(tmp_path):
     (tmp_path / "manage.py").write_text(
         "import os\n"
         "import sys\n\n"
-        'os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")\n'
+        'os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.support.settings")\n'
         "from django.core.management import execute_from_command_line\n\n"
         "execute_from_command_line(sys.argv)\n"
     )

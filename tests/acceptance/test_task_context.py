@@ -6,8 +6,8 @@ themselves (progress, checkpoints, fenced writes, snoozes)."""
 import pytest
 
 from django_leasequeue.models import Job
-from tests import context_tasks
 from tests.acceptance.harness import wait_until
+from tests.support.tasks import context as context_tasks
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

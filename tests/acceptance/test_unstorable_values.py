@@ -8,8 +8,8 @@ import pytest
 
 from django_leasequeue.models import Job
 from tests.acceptance.harness import wait_until
-from tests.tasks import add
-from tests.value_tasks import (
+from tests.support.tasks.basic import add
+from tests.support.tasks.values import (
     asaves_checkpoint,
     limited_sleep,
     python_literal,

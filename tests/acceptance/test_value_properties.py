@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from django_leasequeue import InvalidTaskArguments
 from django_leasequeue.models import Job
 from tests.acceptance.harness import wait_until
-from tests.tasks import add
-from tests.value_tasks import python_literal, raises, reports, returns, saves_checkpoint
+from tests.support.tasks.basic import add
+from tests.support.tasks.values import python_literal, raises, reports, returns, saves_checkpoint
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 

@@ -8,7 +8,7 @@ from django.db import connection
 from django_leasequeue.models import Job
 from tests.acceptance import harness
 from tests.acceptance.harness import wait_until
-from tests.tasks import (
+from tests.support.tasks.basic import (
     add,
     async_sleep,
     flaky,
@@ -78,10 +78,16 @@ def test_cancel_of_a_running_job_stops_it_at_the_next_heartbeat(start_workers, b
 
 
 def test_bad_jobs_fail_with_a_clear_reason_and_the_worker_goes_on(start_workers, backend):
-    missing = Job.objects.create(task_path="tests.tasks.no_such_task", args=[], kwargs={})
-    not_a_task = Job.objects.create(task_path="tests.tasks.not_a_task", args=[], kwargs={})
+    missing = Job.objects.create(
+        task_path="tests.support.tasks.basic.no_such_task", args=[], kwargs={}
+    )
+    not_a_task = Job.objects.create(
+        task_path="tests.support.tasks.basic.not_a_task", args=[], kwargs={}
+    )
     # add(a, b), with one argument: enqueue refuses it, so the row is written directly.
-    mismatch = str(Job.objects.create(task_path="tests.tasks.add", args=[1], kwargs={}).id)
+    mismatch = str(
+        Job.objects.create(task_path="tests.support.tasks.basic.add", args=[1], kwargs={}).id
+    )
     bad_return = returns_a_set.enqueue().id
     good = add.enqueue(2, 2).id
     run_burst(start_workers)
@@ -89,7 +95,11 @@ def test_bad_jobs_fail_with_a_clear_reason_and_the_worker_goes_on(start_workers,
     for job_id, text in [
         (str(missing.id), "cannot be imported"),
         (str(not_a_task.id), "is a int, not a Task"),
-        (mismatch, "Arguments do not match tests.tasks.add: missing a required argument: 'b'"),
+        (
+            mismatch,
+            "Arguments do not match tests.support.tasks.basic.add: "
+            "missing a required argument: 'b'",
+        ),
         (bad_return, "return value: an object of type set, which is not JSON"),
     ]:
         job = jobs[job_id]
@@ -171,8 +181,8 @@ def test_django_task_signals_fire_in_the_worker(start_workers):
     # which logs each job at -v 2 (at -v 1 those two lines a job would flood the log).
     job_id = add.enqueue(1, 2).id
     log = run_burst(start_workers, "-v", "2")
-    assert f"Task id={job_id} path=tests.tasks.add state=RUNNING" in log
-    assert f"Task id={job_id} path=tests.tasks.add state=SUCCESSFUL" in log
+    assert f"Task id={job_id} path=tests.support.tasks.basic.add state=RUNNING" in log
+    assert f"Task id={job_id} path=tests.support.tasks.basic.add state=SUCCESSFUL" in log
     quiet = add.enqueue(3, 4).id
     log = run_burst(start_workers)
     assert f"Task id={quiet}" not in log and "Burst: nothing due is left" in log

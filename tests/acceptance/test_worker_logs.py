@@ -10,9 +10,9 @@ import redis
 
 from django_leasequeue.models import Job
 from tests.acceptance.harness import wait_until
-from tests.progress_tasks import report_until_refused
-from tests.settings import REDIS_URL
-from tests.tasks import add
+from tests.support.settings import REDIS_URL
+from tests.support.tasks.basic import add
+from tests.support.tasks.progress import report_until_refused
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.crash]
 
@@ -32,7 +32,11 @@ def test_debug_true_prints_every_worker_line_once(start_workers):
     assert workers.process.wait(60) == 0, workers.log()
     lines = _lines(workers.log())
     # Django's Tasks framework logs through the ``django`` logger: the line a duplicate hit.
-    finished = [line for line in lines if f"Task id={job_id} path=tests.tasks.add state=" in line]
+    finished = [
+        line
+        for line in lines
+        if f"Task id={job_id} path=tests.support.tasks.basic.add state=" in line
+    ]
     assert len(finished) == 2, finished  # RUNNING, SUCCESSFUL: once each
     assert all(_TIMESTAMP.match(line) for line in finished), finished  # runworkers' format
     # A second handler prints in its own format: every line here is runworkers' own.
@@ -69,7 +73,13 @@ def test_a_cancel_is_logged_as_a_cancel_at_info(start_workers, backend, tmp_path
     log = workers.log()
     cancelled = [line for line in _lines(log) if f"Job {job_id}" in line and "cancelled" in line]
     assert len(cancelled) == 1, log
-    assert " INFO " in cancelled[0] and "tests.progress_tasks.report_until_refused" in cancelled[0]
-    assert f"Task id={job_id} path=tests.progress_tasks.report_until_refused state=RUNNING" in log
+    assert (
+        " INFO " in cancelled[0]
+        and "tests.support.tasks.progress.report_until_refused" in cancelled[0]
+    )
+    assert (
+        f"Task id={job_id} path=tests.support.tasks.progress.report_until_refused state=RUNNING"
+        in log
+    )
     assert "lease lost" not in log
     assert " ERROR " not in log and "state=FAILED" not in log, log

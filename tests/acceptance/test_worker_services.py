@@ -9,7 +9,7 @@ from django.db import connection
 
 from django_leasequeue.models import Job
 from tests.acceptance.harness import wait_until
-from tests.tasks import async_sleep
+from tests.support.tasks.basic import async_sleep
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.crash]
 

@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 from django_leasequeue.models import Job, Worker
 from tests.acceptance.browser import log_in, make_operator, screenshot_path
 from tests.acceptance.harness import wait_until
-from tests.tasks import add, async_sleep
+from tests.support.tasks.basic import add, async_sleep
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser, pytest.mark.crash]
 

@@ -39,7 +39,7 @@ new MutationObserver(() => {
 
 @pytest.fixture
 def demo_site(tmp_path) -> Iterator[Daphne]:
-    server = Daphne(tmp_path / "daphne.log", settings="tests.settings_demo").start()
+    server = Daphne(tmp_path / "daphne.log", settings="tests.support.settings.demo").start()
     yield server
     server.stop()
 

@@ -16,8 +16,8 @@ import pytest
 from django_leasequeue import WorkflowStatus, chord, group, step
 from django_leasequeue.models import Job, StepDependency, Worker, WorkflowRun
 from tests.acceptance.harness import wait_until
-from tests.models import Execution, StepRun
-from tests.workflow_tasks import finale, gathered, timed
+from tests.support.models import Execution, StepRun
+from tests.support.tasks.workflows import finale, gathered, timed
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),

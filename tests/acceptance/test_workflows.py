@@ -9,9 +9,9 @@ from django_leasequeue import Workflow, WorkflowHandle, WorkflowStatus, chain, c
 from django_leasequeue.models import Job
 from django_leasequeue.operations import retry_failed_steps
 from tests.acceptance.harness import wait_until
-from tests.control_tasks import snoozes_forever
-from tests.servers import RedisServer
-from tests.workflow_tasks import add_one, collect, explode, fetch, length, noop, report
+from tests.support.servers import RedisServer
+from tests.support.tasks.control import snoozes_forever
+from tests.support.tasks.workflows import add_one, collect, explode, fetch, length, noop, report
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.crash]
 

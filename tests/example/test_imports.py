@@ -14,7 +14,7 @@ from django_leasequeue.sql.executor import execute
 from example_project.matching.imports import NAME, SOURCES
 from example_project.matching.models import ImportRun
 from tests.example.demo_site import demo_urls
-from tests.helpers import claim_one, run_in_threads
+from tests.support.helpers import claim_one, run_in_threads
 
 pytestmark = pytest.mark.django_db
 

@@ -24,8 +24,8 @@ from django_leasequeue.models import Job
 from django_leasequeue.sql import jobs as jobs_sql
 from django_leasequeue.sql import operator_actions as operator_actions_sql
 from django_leasequeue.sql.executor import execute
-from tests.helpers import claim_one, run_in_threads, snapshot
-from tests.tasks import add, quick_retry, report
+from tests.support.helpers import claim_one, run_in_threads, snapshot
+from tests.support.tasks.basic import add, quick_retry, report
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -107,7 +107,8 @@ def test_changelist_shows_lease_state_progress_and_queue_summary(admin_client, b
     assert (summary["default"]["failed"], summary["high"]["running"]) == (1, 1)
     assert summary["default"]["finished_last_minute"] == 1
     assert summary["default"]["oldest_due"] != "—"
-    # Every declared queue (tests/settings.py's QUEUES) has its row, at zero without jobs.
+    # Every declared queue (the QUEUES of tests/support/settings/__init__.py) has its row, at
+    # zero without jobs.
     assert set(summary) == {"default", "high", "low", "other", "llm"}
     other = summary["other"]
     assert [other[n] for n in ("queued", "running", "retrying", "failed")] == [0, 0, 0, 0]
@@ -120,7 +121,8 @@ def test_large_table_is_listed_without_counting_it(admin_client):
     with connection.cursor() as cursor:
         cursor.execute(
             "INSERT INTO leasequeue_job (id, task_path, args, kwargs, status, finished_at) "
-            "SELECT gen_random_uuid(), 'tests.tasks.add', '[]', '{}', 'succeeded', now() "
+            "SELECT gen_random_uuid(), 'tests.support.tasks.basic.add', '[]', '{}', 'succeeded', "
+            "now() "
             "FROM generate_series(1, 12000)"
         )
         cursor.execute("ANALYZE leasequeue_job")
@@ -148,7 +150,7 @@ def test_filters_and_search(admin_client, redis_client):
     assert listed("?lease=held") == {str(fresh.id)}
     assert listed("?failed_within=1h") == {str(failed)}
     assert listed("?status__exact=failed") == {str(failed)}
-    assert listed("?task=tests.tasks.report") == {str(keyed)}
+    assert listed("?task=tests.support.tasks.basic.report") == {str(keyed)}
     assert listed(f"?q={failed}") == {str(failed)}
     assert listed("?q=report:77") == {str(keyed)}
     assert listed("?q=host-3:3") == {str(fresh.id)}
@@ -162,7 +164,11 @@ def test_filters_and_search(admin_client, redis_client):
         if spec.title == "task"
         for choice in spec.choices(response.context["cl"])
     }
-    assert {"tests.tasks.add", "tests.tasks.quick_retry", "tests.tasks.report"} <= task_choices
+    assert {
+        "tests.support.tasks.basic.add",
+        "tests.support.tasks.basic.quick_retry",
+        "tests.support.tasks.basic.report",
+    } <= task_choices
 
 
 # Actions from the list

@@ -6,8 +6,8 @@ from django.db import transaction
 
 from django_leasequeue import QueueFull, group, step
 from django_leasequeue.models import Job, WorkflowRun
-from tests import flow_tasks
-from tests.helpers import claim_one, run_in_threads
+from tests.support.helpers import claim_one, run_in_threads
+from tests.support.tasks import flow as flow_tasks
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -45,13 +45,13 @@ def test_queue_full_names_the_task_the_key_and_the_cap(backend):
         flow_tasks.bounded_per_user.enqueue(7, 3)
     error = refused.value
     assert (error.task, error.key, error.cap, error.pending, error.adding) == (
-        "tests.flow_tasks.bounded_per_user",
+        "tests.support.tasks.flow.bounded_per_user",
         "user:7",
         2,
         2,
         1,
     )
-    assert "tests.flow_tasks.bounded_per_user" in str(error)
+    assert "tests.support.tasks.flow.bounded_per_user" in str(error)
     assert "'user:7'" in str(error) and "max_pending=2" in str(error)
     assert "nothing was enqueued" in str(error)
 
@@ -81,8 +81,8 @@ def test_a_batch_bigger_than_the_cap_says_so(backend):
     error = refused.value
     assert (error.key, error.cap, error.pending, error.adding) == ("user:5", 2, 0, 3)
     assert str(error) == (
-        "Queue full: the batch adds 3 jobs to task tests.flow_tasks.bounded_per_user for key "
-        "'user:5', more than its cap allows even with none unfinished (max_pending=2 per "
+        "Queue full: the batch adds 3 jobs to task tests.support.tasks.flow.bounded_per_user for "
+        "key 'user:5', more than its cap allows even with none unfinished (max_pending=2 per "
         "max_pending_key); nothing was enqueued."
     )
 
@@ -105,7 +105,7 @@ def test_a_unique_key_match_returns_the_holder_even_at_the_cap(backend):
 
 
 def test_the_queue_cap_counts_every_task_of_the_queue(backend, settings):
-    """The llm queue takes at most 1000 unfinished jobs (tests/settings.py)."""
+    """The llm queue takes at most 1000 unfinished jobs (tests/support/settings/__init__.py)."""
     backend.enqueue_many([(flow_tasks.llm_call, (n % 7, n, 0), {}) for n in range(1000)])
     with pytest.raises(QueueFull) as refused:
         flow_tasks.llm_call.enqueue(1, 1000, 0)

@@ -10,14 +10,14 @@ from django_leasequeue.runtime.connection import connect_async
 from django_leasequeue.sql import jobs as jobs_sql
 from django_leasequeue.sql.executor import aexecute, execute
 from django_leasequeue.sql.job_columns import CLAIMED_JOB_COLUMNS
-from tests.helpers import (
+from tests.support.helpers import (
     rows_read,
     rows_read_inside,
     run_in_threads,
     statistics_of_a_nearly_empty_table,
     statistics_of_finished_jobs,
 )
-from tests.tasks import add
+from tests.support.tasks.basic import add
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -181,7 +181,7 @@ def test_a_poll_planned_on_a_nearly_empty_table_walks_a_later_backlog_from_its_h
 def test_a_poll_of_one_queue_passes_jobs_with_an_expiry_but_walks_at_most_1000_rows(backend):
     """Jobs with an expiry ahead of the plain ones in claim order are left to the claim that
     reads them (claim_batch_with_expiring); the poll walks at most 1000 of them."""
-    from tests import control_tasks
+    from tests.support.tasks import control as control_tasks
 
     backend.enqueue_many(
         [

@@ -10,9 +10,10 @@ every backend and engine they name imports, every ``INSTALLED_APPS`` entry impor
 in ``tests/acceptance/test_docs_commands.py``, and the README has its own test
 (``tests/acceptance/test_docs_project.py``, a new project built from it).
 
-A page's whole modules (``# myapp/tasks.py``: see ``tests/docs_snippets.py``) are written into
-their package on a directory put first on ``sys.path``: a block that shows one imports it, and
-the page's other blocks import from it, so the tests run the module the page shows.
+A page's whole modules (``# myapp/tasks.py``: see ``tests/support/docs_snippets.py``) are
+written into their package on a directory put first on ``sys.path``: a block that shows one
+imports it, and the page's other blocks import from it, so the tests run the module the page
+shows.
 
 Only the reader's own objects are added (``GLUE``): a user, some ids, a report task.
 """
@@ -33,7 +34,8 @@ from django.utils.module_loading import import_string
 
 from django_leasequeue.conf import BackendConfig
 from django_leasequeue.task import declared_schedules
-from tests import docs_snippets, settings_docs
+from tests.support import docs_snippets
+from tests.support.settings import docs as settings_docs
 
 DOCS = sorted(path.relative_to(docs_snippets.ROOT) for path in docs_snippets.ROOT.glob("docs/*.md"))
 RUNNABLE = {"python", "django", "sh"}
@@ -58,7 +60,7 @@ def report(user_id): ...  # the reader's own task
 # What the templates of a page are rendered with (built in the page's module).
 TEMPLATE_CONTEXT = {
     "docs/admin-and-progress.md": (
-        "from django_leasequeue import Workflow\nfrom tests.tasks import add\n\n"
+        "from django_leasequeue import Workflow\nfrom tests.support.tasks.basic import add\n\n"
         "result = add.enqueue(1, 2)\n"
         "_workflow = Workflow('Nightly import')\n_workflow.add(add, args=[1, 2])\n"
         "handle = _workflow.enqueue()\n"

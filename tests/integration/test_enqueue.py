@@ -16,10 +16,10 @@ from django_leasequeue.sql import operator_actions as operator_actions_sql
 from django_leasequeue.sql.executor import execute
 from django_leasequeue.tasks_framework import InvalidTask
 from django_leasequeue.tasks_framework import signals as task_signals
-from tests.helpers import try_claim, try_claim_batch
-from tests.servers import RedisServer
-from tests.settings import KEY_PREFIX
-from tests.tasks import add, report
+from tests.support.helpers import try_claim, try_claim_batch
+from tests.support.servers import RedisServer
+from tests.support.settings import KEY_PREFIX
+from tests.support.tasks.basic import add, report
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -463,7 +463,10 @@ def test_task_enqueued_is_not_built_for_a_quiet_logger_alone(backend, caplog):
     assert "enqueued backend=" not in caplog.text
     with caplog.at_level(logging.DEBUG, logger=tasks_logger):
         result = add.enqueue(2, 2)
-    assert f"Task id={result.id} path=tests.tasks.add enqueued backend=default" in caplog.text
+    assert (
+        f"Task id={result.id} path=tests.support.tasks.basic.add enqueued backend=default"
+        in caplog.text
+    )
 
 
 @pytest.mark.parametrize("conn_max_age", [0, 60])

@@ -17,9 +17,9 @@ from django_leasequeue.runtime.flow_claims import FlowClaimer
 from django_leasequeue.sql import flow as flow_sql
 from django_leasequeue.sql import jobs as jobs_sql
 from django_leasequeue.sql.executor import execute
-from tests import flow_tasks
 from tests.acceptance.harness import wait_until
-from tests.helpers import claim_limited, try_claim, try_claim_batch
+from tests.support.helpers import claim_limited, try_claim, try_claim_batch
+from tests.support.tasks import flow as flow_tasks
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -56,7 +56,7 @@ def test_keyed_caps_hold_per_key_and_every_key_gets_its_slot(backend):
         asyncio.run(_race([_claimer(f"racer-{i}") for i in range(4)], free=10))
     running = Job.objects.filter(status="running")
     keys = list(running.values_list("concurrency_key", flat=True))
-    assert sorted(keys) == [f"task:tests.flow_tasks.per_user:user:{u}" for u in range(5)]
+    assert sorted(keys) == [f"task:tests.support.tasks.flow.per_user:user:{u}" for u in range(5)]
 
 
 def test_claimers_starting_at_different_partitions_share_one_queue_cap(backend):
@@ -68,7 +68,7 @@ def test_claimers_starting_at_different_partitions_share_one_queue_cap(backend):
     for _ in range(5):
         claimers = [_claimer(f"racer-{i}") for i in range(6)]
         for i, claimer in enumerate(claimers):
-            claimer._after = f"task:tests.flow_tasks.llm_call:user:{i - 1}" if i else ""
+            claimer._after = f"task:tests.support.tasks.flow.llm_call:user:{i - 1}" if i else ""
         asyncio.run(_race(claimers, free=1))
         assert _running(queue_name="llm") == 2
 
@@ -161,7 +161,7 @@ def test_a_rate_limit_spaces_starts_and_says_when_the_next_may_come(backend):
     # The next start is due 10 s after the first, less half an interval of tolerance.
     assert 0.0 < wake_at - asked_at <= 10
     [bucket_key] = Job.objects.filter(pk=ids[0]).values_list("flow_key", flat=True)
-    assert bucket_key == "task:tests.flow_tasks.rated"
+    assert bucket_key == "task:tests.support.tasks.flow.rated"
 
 
 def test_unlimited_claims_leave_limited_jobs_to_the_flow_claim(backend):

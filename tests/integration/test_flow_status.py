@@ -14,8 +14,8 @@ from django.utils import timezone
 from django_leasequeue.management import status_output, status_report
 from django_leasequeue.management.status_report import Cap, LimitedTask, QueueLimits
 from django_leasequeue.models import Worker
-from tests import flow_tasks
-from tests.helpers import claim_limited, validate_status_json
+from tests.support.helpers import claim_limited, validate_status_json
+from tests.support.tasks import flow as flow_tasks
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -50,9 +50,9 @@ def test_each_limit_is_reported_once_with_numbers_as_numbers(backend):
     assert queues["default"].limits is None
     tasks = {(task.task, task.key): task for task in report.limited_tasks}
     # The queue's own partition (jobs held by its limits alone) is the queue's line, not a task.
-    assert all(task.startswith("tests.flow_tasks.") for task, _ in tasks)
-    assert tasks[("tests.flow_tasks.single_slot", None)] == LimitedTask(
-        task="tests.flow_tasks.single_slot", key=None, concurrency=1, rate_limit=None,
+    assert all(task.startswith("tests.support.tasks.flow.") for task, _ in tasks)
+    assert tasks[("tests.support.tasks.flow.single_slot", None)] == LimitedTask(
+        task="tests.support.tasks.flow.single_slot", key=None, concurrency=1, rate_limit=None,
         running=1, waiting=2, held="waiting for a concurrency slot (1/1 running)",
     )  # fmt: skip
     llm_calls = [task for (path, _), task in tasks.items() if path.endswith(".llm_call")]
@@ -60,7 +60,7 @@ def test_each_limit_is_reported_once_with_numbers_as_numbers(backend):
     for waiting in (task for task in llm_calls if task.waiting):
         assert waiting.concurrency == 1 and waiting.rate_limit is None
         assert waiting.held == "waiting for a slot of queue llm (2/2 running)"
-    rated = tasks[("tests.flow_tasks.rated", None)]
+    rated = tasks[("tests.support.tasks.flow.rated", None)]
     assert (rated.concurrency, rated.rate_limit, rated.running) == (None, "10/s", 1)
 
     text = status_output.render_text(report)
@@ -71,8 +71,11 @@ def test_each_limit_is_reported_once_with_numbers_as_numbers(backend):
         "llm",
     ]  # its queue line and its limits line
     assert "(llm)" not in text and "=" not in text  # no queue limit in a task's, no key=value
-    assert "\ntests.flow_tasks.rated        —             1  10/s              0\n" in text
-    assert "\ntests.flow_tasks.single_slot  —           1/1  —                 2  waiting" in text
+    assert "\ntests.support.tasks.flow.rated        —             1  10/s              0\n" in text
+    assert (
+        "\ntests.support.tasks.flow.single_slot  —           1/1  —                 2  waiting"
+        in text
+    )
 
 
 def test_status_json_follows_the_documented_schema(backend):

@@ -14,7 +14,7 @@ from django_leasequeue.progress.access import job_token
 from django_leasequeue.sql import jobs as jobs_sql
 from django_leasequeue.sql.executor import execute
 from django_leasequeue.tasks_framework import TaskResultStatus, task_backends
-from tests.tasks import add
+from tests.support.tasks.basic import add
 
 pytestmark = pytest.mark.django_db(databases=["default", "jobs"])
 
@@ -46,7 +46,7 @@ def test_cancel_and_admin_actions_change_the_job_database(jobs_backend, admin_cl
     html = admin_client.get(changelist).content.decode()
     assert cancelled.id[-8:] in html and retried.id[-8:] in html
     detail = admin_client.get(reverse("admin:leasequeue_job_change", args=[retried.id]))
-    assert detail.status_code == 200 and "tests.tasks.add" in detail.content.decode()
+    assert detail.status_code == 200 and "tests.support.tasks.basic.add" in detail.content.decode()
     admin_client.post(
         changelist,
         {"action": "cancel_jobs", "index": 0, "_selected_action": [retried.id], "post": "yes"},

@@ -14,16 +14,19 @@ from django_leasequeue.sql.executor import execute
 from django_leasequeue.sql.jobs import database_now
 from django_leasequeue.sql.schedules import sync_schedules
 from django_leasequeue.tasks_framework import task_backends
-from tests.helpers import try_claim, try_claim_batch
-from tests.hook_examples import current_tenant
-from tests.models import Receipt
 from tests.periodic.every_second.tasks import tick
-from tests.tasks import add
-from tests.workflow_tasks import fetch, length
+from tests.support.helpers import try_claim, try_claim_batch
+from tests.support.hook_examples import current_tenant
+from tests.support.models import Receipt
+from tests.support.tasks.basic import add
+from tests.support.tasks.workflows import fetch, length
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-TENANT_HOOKS = ["tests.hook_examples.TenantHook", "tests.hook_examples.RefusingHook"]
+TENANT_HOOKS = [
+    "tests.support.hook_examples.TenantHook",
+    "tests.support.hook_examples.RefusingHook",
+]
 
 
 @pytest.fixture
@@ -66,7 +69,8 @@ def test_meta_travels_through_a_batch_and_through_copy(backend):
 
 
 def test_unstorable_meta_is_refused_naming_meta(backend):
-    with pytest.raises(InvalidTaskArguments, match=r"tests\.tasks\.add: its meta cannot be stored"):
+    refused = r"tests\.support\.tasks\.basic\.add: its meta cannot be stored"
+    with pytest.raises(InvalidTaskArguments, match=refused):
         add.using(meta={"bad": "\x00"}).enqueue(1, 2)
     with pytest.raises(InvalidTaskArguments, match=r"meta cannot be stored.*not JSON"):
         add.using(meta={"when": object()}).enqueue(1, 2)
@@ -95,7 +99,7 @@ def test_before_enqueue_adds_to_meta_on_every_path(hooked, tenant):
 
 
 def test_a_hook_raising_stops_the_enqueue_and_nothing_is_written(hooked):
-    with pytest.raises(PermissionError, match=r"refused tests\.tasks\.add"):
+    with pytest.raises(PermissionError, match=r"refused tests\.support\.tasks\.basic\.add"):
         add.using(meta={"refuse": True}).enqueue(1, 2)
     calls = [(add, (1, 1), {}), (add.using(meta={"refuse": True}), (2, 2), {})]
     with pytest.raises(PermissionError):

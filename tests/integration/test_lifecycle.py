@@ -10,8 +10,8 @@ from django_leasequeue.sql import jobs as jobs_sql
 from django_leasequeue.sql import operator_actions as operator_actions_sql
 from django_leasequeue.sql.executor import execute
 from django_leasequeue.tasks_framework import TaskResultStatus, task_enqueued
-from tests.helpers import claim_one, snapshot, try_claim, try_claim_batch, wait_until_due
-from tests.tasks import add, flaky, quick_retry
+from tests.support.helpers import claim_one, snapshot, try_claim, try_claim_batch, wait_until_due
+from tests.support.tasks.basic import add, flaky, quick_retry
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -13,7 +13,7 @@ from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
 from django_leasequeue.models import Worker
-from tests.tasks import add
+from tests.support.tasks.basic import add
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -71,7 +71,10 @@ def test_only_get(admin_client):
 
 
 def test_enqueue_counts_on_commit_only(admin_client):
-    key = ("leasequeue_jobs_enqueued_total", (("queue", "high"), ("task", "tests.tasks.add")))
+    key = (
+        "leasequeue_jobs_enqueued_total",
+        (("queue", "high"), ("task", "tests.support.tasks.basic.add")),
+    )
     before = samples(admin_client.get(URL).content).get(key, 0.0)
     with transaction.atomic():
         add.using(queue_name="high").enqueue(1, 2)
@@ -104,7 +107,8 @@ def test_gauges_come_from_the_database_at_scrape_time(admin_client):
     assert scraped[("leasequeue_jobs_queued", (("queue", "default"),))] == 4
     assert scraped[("leasequeue_jobs_queued", (("queue", "low"),))] == 1
     assert scraped[("leasequeue_jobs_running", (("queue", "default"),))] == 0
-    # A declared queue without jobs (tests/settings.py's QUEUES) has its series, at zero.
+    # A declared queue without jobs (the QUEUES of tests/support/settings/__init__.py) has its
+    # series, at zero.
     for gauge in ("queued", "running", "retrying"):
         assert scraped[(f"leasequeue_jobs_{gauge}", (("queue", "other"),))] == 0
     assert scraped[("leasequeue_oldest_due_job_age_seconds", (("queue", "other"),))] == 0
@@ -164,7 +168,7 @@ async def test_a_write_refused_by_fencing_counts_as_a_stale_write():
     from django_leasequeue.sql import operator_actions as operator_actions_sql
     from django_leasequeue.sql.executor import execute
     from django_leasequeue.sql.records import ClaimedJob
-    from tests.helpers import claim_one
+    from tests.support.helpers import claim_one
 
     def take_away() -> ClaimedJob:
         try:
@@ -175,7 +179,9 @@ async def test_a_write_refused_by_fencing_counts_as_a_stale_write():
             connections.close_all()  # this thread's connection, or the test database stays busy
 
     claimed = await sync_to_async(take_away)()
-    before = _counter("leasequeue_stale_writes_rejected_total", "low", "tests.tasks.add")
+    before = _counter(
+        "leasequeue_stale_writes_rejected_total", "low", "tests.support.tasks.basic.add"
+    )
     db = Database("default", prepared_statements=False, name="test", lease_seconds=30)
 
     async def publish(job_id, event) -> None:
@@ -187,5 +193,7 @@ async def test_a_write_refused_by_fencing_counts_as_a_stale_write():
             await handle.save_checkpoint({"step": 2})
     finally:
         await db.close()
-    after = _counter("leasequeue_stale_writes_rejected_total", "low", "tests.tasks.add")
+    after = _counter(
+        "leasequeue_stale_writes_rejected_total", "low", "tests.support.tasks.basic.add"
+    )
     assert after == before + 1

@@ -18,7 +18,7 @@ import psycopg
 import pytest
 from django.db import connection
 
-from tests.processes import popen_options
+from tests.support.processes import popen_options
 
 pytestmark = pytest.mark.django_db
 
@@ -97,7 +97,15 @@ def _url(dbname: str) -> str:
 
 def _migrate(dbname: str, *target: str) -> None:
     env = {**os.environ, "DATABASE_URL": _url(dbname), "PYTHONPATH": str(ROOT)}
-    command = [sys.executable, "-m", "django", "migrate", *target, "--settings", "tests.settings"]
+    command = [
+        sys.executable,
+        "-m",
+        "django",
+        "migrate",
+        *target,
+        "--settings",
+        "tests.support.settings",
+    ]
     done = subprocess.run(
         [*command, "--noinput", "-v", "0"],
         cwd=ROOT,

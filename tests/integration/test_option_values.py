@@ -16,8 +16,8 @@ from django_leasequeue.duration_rule import LATEST_MOMENT
 from django_leasequeue.exceptions import InvalidDuration
 from django_leasequeue.models import Job
 from django_leasequeue.tasks_framework import InvalidTask
-from tests import control_tasks
-from tests.tasks import add, report
+from tests.support.tasks import control as control_tasks
+from tests.support.tasks.basic import add, report
 
 pytestmark = pytest.mark.django_db
 

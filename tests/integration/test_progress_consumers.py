@@ -26,11 +26,11 @@ from django_leasequeue.routing import websocket_urlpatterns
 from django_leasequeue.sql import jobs as jobs_sql
 from django_leasequeue.sql.executor import execute
 from django_leasequeue.sql.records import ClaimedJob
-from tests.asgi import application
-from tests.helpers import claim_one
-from tests.servers import RedisServer
-from tests.tasks import quick_retry
-from tests.viewers import aged_token, forged_token, session_cookie, staff_user
+from tests.support.asgi import application
+from tests.support.helpers import claim_one
+from tests.support.servers import RedisServer
+from tests.support.tasks.basic import quick_retry
+from tests.support.viewers import aged_token, forged_token, session_cookie, staff_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -131,7 +131,7 @@ def test_the_app_imports_and_renders_without_channels_installed():
 def test_a_cancel_tells_open_pages_once_it_commits_and_not_if_rolled_back(backend):
     from django.db import transaction
 
-    from tests.tasks import add
+    from tests.support.tasks.basic import add
 
     layer = get_channel_layer()
     kept, rolled_back = add.enqueue(1, 2).id, add.enqueue(3, 4).id

@@ -11,8 +11,8 @@ from django_leasequeue.models import Job
 from django_leasequeue.progress.access import token_allows
 from django_leasequeue.sql import jobs as jobs_sql
 from django_leasequeue.sql.executor import execute
-from tests.helpers import claim_one
-from tests.tasks import quick_retry
+from tests.support.helpers import claim_one
+from tests.support.tasks.basic import quick_retry
 
 pytestmark = pytest.mark.django_db
 

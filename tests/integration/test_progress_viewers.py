@@ -18,11 +18,11 @@ from django_leasequeue.progress import viewers
 from django_leasequeue.progress.access import job_token, workflow_token
 from django_leasequeue.progress.consumers import CLOSE_TOO_MANY
 from django_leasequeue.progress.viewers import MAX_SOCKETS_PER_TOKEN, Viewer
-from tests.asgi import application
-from tests.helpers import claim_one
-from tests.tasks import quick_retry
-from tests.viewers import session_cookie, staff_user
-from tests.workflow_tasks import noop
+from tests.support.asgi import application
+from tests.support.helpers import claim_one
+from tests.support.tasks.basic import quick_retry
+from tests.support.tasks.workflows import noop
+from tests.support.viewers import session_cookie, staff_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

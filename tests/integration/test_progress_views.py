@@ -7,9 +7,9 @@ from django_leasequeue.ids import uuid7
 from django_leasequeue.progress.access import job_token
 from django_leasequeue.sql import jobs as jobs_sql
 from django_leasequeue.sql.executor import execute
-from tests.helpers import claim_one
-from tests.tasks import quick_retry
-from tests.viewers import aged_token, forged_token, staff_user
+from tests.support.helpers import claim_one
+from tests.support.tasks.basic import quick_retry
+from tests.support.viewers import aged_token, forged_token, staff_user
 
 pytestmark = pytest.mark.django_db
 

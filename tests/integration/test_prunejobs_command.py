@@ -9,7 +9,7 @@ from django.core.management import CommandError, call_command, load_command_clas
 from django.utils import timezone
 
 from django_leasequeue.models import Job
-from tests.tasks import add
+from tests.support.tasks.basic import add
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -106,7 +106,7 @@ def test_progress_in_a_terminal_rows_rate_and_time_left(backend):
         cwd=ROOT,
         env={
             **os.environ,
-            "DJANGO_SETTINGS_MODULE": "tests.settings",
+            "DJANGO_SETTINGS_MODULE": "tests.support.settings",
             "DATABASE_URL": test_database_url(),
             "PYTHONPATH": str(ROOT),
         },

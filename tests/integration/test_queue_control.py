@@ -38,9 +38,9 @@ from django_leasequeue.sql.executor import execute
 from django_leasequeue.sql.jobs import database_now
 from django_leasequeue.sql.schedules import sync_schedules
 from django_leasequeue.tasks_framework import InvalidTask
-from tests import control_tasks, flow_tasks
 from tests.acceptance import harness
-from tests.helpers import (
+from tests.periodic.every_second.tasks import tick
+from tests.support.helpers import (
     claim_one,
     plan_nodes,
     recover_sweep,
@@ -48,8 +48,9 @@ from tests.helpers import (
     try_claim,
     try_claim_batch,
 )
-from tests.periodic.every_second.tasks import tick
-from tests.tasks import add, report
+from tests.support.tasks import control as control_tasks
+from tests.support.tasks import flow as flow_tasks
+from tests.support.tasks.basic import add, report
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -462,7 +463,7 @@ def test_a_live_job_among_the_first_1000_walked_is_claimed_past_the_expired_ones
 async def test_the_sweep_fails_expired_jobs_with_job_expired_without_an_attempt(backend):
     expired = await sync_to_async(control_tasks.expiring.using(expires_after=0.05).enqueue)(1)
     live = await sync_to_async(control_tasks.expiring.enqueue)(2)
-    path = "tests.control_tasks.expiring"
+    path = "tests.support.tasks.control.expiring"
     before = _counter("leasequeue_jobs_expired_total", "default", path)
     failed_before = _counter("leasequeue_jobs_failed_total", "default", path)
     await asyncio.sleep(0.1)

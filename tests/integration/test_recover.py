@@ -8,8 +8,14 @@ from django_leasequeue.models import Job
 from django_leasequeue.sql import jobs as jobs_sql
 from django_leasequeue.sql import operator_actions as operator_actions_sql
 from django_leasequeue.sql.executor import execute
-from tests.helpers import claim_and_let_expire, claim_one, recover, run_in_threads, wait_until_due
-from tests.tasks import add, poison, quick_retry
+from tests.support.helpers import (
+    claim_and_let_expire,
+    claim_one,
+    recover,
+    run_in_threads,
+    wait_until_due,
+)
+from tests.support.tasks.basic import add, poison, quick_retry
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

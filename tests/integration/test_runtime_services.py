@@ -10,8 +10,8 @@ from django.db import connections
 
 from django_leasequeue.models import Job
 from django_leasequeue.runtime.watch import ViewerWatch
-from tests.helpers import claim_one, recover_sweep, running_handle
-from tests.tasks import add
+from tests.support.helpers import claim_one, recover_sweep, running_handle
+from tests.support.tasks.basic import add
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -24,9 +24,9 @@ from django_leasequeue.sql.schedules import (
 )
 from django_leasequeue.task import LeaseTask
 from tests.acceptance.harness import ROOT
-from tests.helpers import run_in_threads
 from tests.periodic.every_second.tasks import tick
 from tests.periodic.overlapping.tasks import slow_tick
+from tests.support.helpers import run_in_threads
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -200,7 +200,7 @@ def test_the_due_check_says_when_the_next_schedule_is_due():
 def run_manage(*args: str) -> subprocess.CompletedProcess:
     env = {
         **os.environ,
-        "DJANGO_SETTINGS_MODULE": "tests.settings",
+        "DJANGO_SETTINGS_MODULE": "tests.support.settings",
         "PYTHONPATH": str(ROOT),
         "LEASEQUEUE_TEST_APPS": "tests.periodic.invalid",
     }

@@ -3,7 +3,7 @@ import pytest
 from django_leasequeue.models import Job
 from django_leasequeue.sql import jobs as jobs_sql
 from django_leasequeue.sql.executor import execute
-from tests.tasks import add
+from tests.support.tasks.basic import add
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -13,8 +13,8 @@ from django_leasequeue.models import Job, Worker
 from django_leasequeue.sql import reads as reads_sql
 from django_leasequeue.sql import workers as workers_sql
 from django_leasequeue.sql.executor import execute
-from tests.helpers import claim_one
-from tests.tasks import add
+from tests.support.helpers import claim_one
+from tests.support.tasks.basic import add
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

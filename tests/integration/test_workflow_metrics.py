@@ -15,8 +15,8 @@ from django_leasequeue.operations import cancel_workflow
 from django_leasequeue.sql import jobs as jobs_sql
 from django_leasequeue.sql.executor import execute
 from django_leasequeue.workflows.handle import WorkflowHandle
-from tests.helpers import claim_one
-from tests.workflow_tasks import noop
+from tests.support.helpers import claim_one
+from tests.support.tasks.workflows import noop
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -32,10 +32,10 @@ from django_leasequeue.runtime.watch import ViewerWatch
 from django_leasequeue.sql import jobs as jobs_sql
 from django_leasequeue.sql.executor import execute
 from django_leasequeue.workflows.handle import WorkflowHandle
-from tests.asgi import application
-from tests.helpers import claim_one, running_handle
-from tests.viewers import session_cookie
-from tests.workflow_tasks import fetch, length, noop
+from tests.support.asgi import application
+from tests.support.helpers import claim_one, running_handle
+from tests.support.tasks.workflows import fetch, length, noop
+from tests.support.viewers import session_cookie
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

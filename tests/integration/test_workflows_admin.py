@@ -18,9 +18,9 @@ from django_leasequeue.models import Job, WorkflowRun
 from django_leasequeue.sql import jobs as jobs_sql
 from django_leasequeue.sql.executor import execute
 from django_leasequeue.workflows.handle import WorkflowHandle
-from tests.helpers import claim_one
-from tests.tasks import add
-from tests.workflow_tasks import collect, fetch, length, noop, report, total
+from tests.support.helpers import claim_one
+from tests.support.tasks.basic import add
+from tests.support.tasks.workflows import collect, fetch, length, noop, report, total
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

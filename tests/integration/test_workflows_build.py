@@ -26,13 +26,13 @@ from django_leasequeue.sql.executor import execute
 from django_leasequeue.sql.records import Lease
 from tests.acceptance import harness
 from tests.acceptance.harness import wait_until
-from tests.helpers import (
+from tests.support.helpers import (
     rows_read,
     rows_read_inside,
     statistics_of_finished_jobs,
     try_claim_batch,
 )
-from tests.workflow_tasks import (
+from tests.support.tasks.workflows import (
     add_one,
     explode,
     fetch,
@@ -154,9 +154,9 @@ def test_a_steps_key_function_may_read_the_database_while_the_workflow_is_writte
     handle = group(*(step(per_tenant, n) for n in range(3))).enqueue()
     steps = _steps(handle)
     assert sorted(job.concurrency_key for job in steps.values()) == [
-        "task:tests.workflow_tasks.per_tenant:tenant:0:0",
-        "task:tests.workflow_tasks.per_tenant:tenant:0:1",
-        "task:tests.workflow_tasks.per_tenant:tenant:0:2",
+        "task:tests.support.tasks.workflows.per_tenant:tenant:0:0",
+        "task:tests.support.tasks.workflows.per_tenant:tenant:0:1",
+        "task:tests.support.tasks.workflows.per_tenant:tenant:0:2",
     ]
 
 

@@ -5,7 +5,7 @@ import time
 
 from django.utils import timezone
 
-from tests.models import TickRun
+from tests.support.models import TickRun
 
 
 def record_run(name: str, context, scheduled_at, seconds: float = 0.0) -> None:

@@ -8,7 +8,7 @@
   module of the test suite is never named: the reader would have to open it for something the
   page should say itself.
 - Contributors' commands, which run in a checkout of the repository, may use the test project
-  (``--settings tests.settings``): those code blocks stand in the sections of
+  (``--settings tests.support.settings``): those code blocks stand in the sections of
   ``CONTRIBUTOR_SECTIONS``, and nowhere else.
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import docs_snippets
+from tests.support import docs_snippets
 
 ROOT = docs_snippets.ROOT
 DOCUMENTS = [
@@ -29,8 +29,8 @@ CONTRIBUTOR_SECTIONS = {
     # not in the wheel either).
     "docs/admin.md": {"Reproduce"},
 }
-# A path under tests/ (tests/a/b.py, tests/acceptance/) or a dotted module of it (tests.settings;
-# not an app's own tests.py), not inside a longer path or address.
+# A path under tests/ (tests/a/b.py, tests/acceptance/) or a dotted module of it
+# (tests.support.settings; not an app's own tests.py), not inside a longer path or address.
 TESTS_REFERENCE = re.compile(r"(?<![\w/.-])tests(?:/[\w./-]*|\.(?!py\b)\w[\w.]*)")
 TESTS_IMPORT = re.compile(r"^\s*(?:from|import)\s+tests\b", re.M)
 
@@ -77,12 +77,17 @@ def test_each_contributor_section_exists():
 
 
 def test_the_checks_tell_a_citation_from_a_pointer_at_the_suite():
-    code = "from tests.workflow_tasks import fetch\nimport tests\n"
-    assert references_in_code(code) == ["from tests", "import tests", "tests.workflow_tasks"]
+    code = "from tests.support.tasks.workflows import fetch\nimport tests\n"
+    assert references_in_code(code) == [
+        "from tests",
+        "import tests",
+        "tests.support.tasks.workflows",
+    ]
     assert references_in_code("# myapp/tests.py: your app's tests.py\n") == []
     assert is_a_citation_of_tests("tests/acceptance/test_hooks.py")
     assert is_a_citation_of_tests("tests/acceptance/")
-    assert not is_a_citation_of_tests("tests/helpers.py")  # a helper
+    assert not is_a_citation_of_tests("tests/support/helpers.py")  # a helper
+    assert not is_a_citation_of_tests("tests/support/")  # the helpers' folder
     assert not is_a_citation_of_tests("tests/acceptance/test_gone.py")  # no such file
-    assert not is_a_citation_of_tests("tests.settings")
-    assert Path(ROOT / "tests/helpers.py").is_file()
+    assert not is_a_citation_of_tests("tests.support.settings")
+    assert Path(ROOT / "tests/support/helpers.py").is_file()

@@ -26,22 +26,27 @@ def _check_ids(**options):
 
 
 def test_valid_hooks_pass_the_checks():
-    assert _check_ids(hooks=["tests.hook_examples.TenantHook"]) == []
-    assert _check_ids(hooks=["tests.hook_examples.AsyncRecordingHook"]) == []  # async twin only
+    assert _check_ids(hooks=["tests.support.hook_examples.TenantHook"]) == []
+    assert (
+        _check_ids(hooks=["tests.support.hook_examples.AsyncRecordingHook"]) == []
+    )  # async twin only
 
 
 @pytest.mark.parametrize(
     "path, problem",
     [
-        ("tests.hook_examples.Missing", "cannot be imported"),
+        ("tests.support.hook_examples.Missing", "cannot be imported"),
         ("no_such_module.Hook", "cannot be imported"),
-        ("tests.hook_examples.not_a_class", "not a class"),
-        ("tests.hook_examples.NotAHook", "defines none of the hook methods"),
-        ("tests.hook_examples.NeedsArgumentsHook", "cannot be instantiated without arguments"),
+        ("tests.support.hook_examples.not_a_class", "not a class"),
+        ("tests.support.hook_examples.NotAHook", "defines none of the hook methods"),
+        (
+            "tests.support.hook_examples.NeedsArgumentsHook",
+            "cannot be instantiated without arguments",
+        ),
     ],
 )
 def test_check_e030_names_a_bad_hook_path(path, problem):
-    config = BackendConfig.from_options({"hooks": ["tests.hook_examples.TenantHook", path]})
+    config = BackendConfig.from_options({"hooks": ["tests.support.hook_examples.TenantHook", path]})
     [message] = check_hooks("TASKS['t']", config)
     assert message.id == "leasequeue.E030"
     assert path in message.msg and problem in message.msg
@@ -58,15 +63,15 @@ def test_check_e031_names_the_extra_when_opentelemetry_is_missing(monkeypatch):
     assert _check_ids(opentelemetry=False) == []
 
 
-@pytest.mark.parametrize("value", ["tests.hook_examples.TenantHook", [1], [""], {"a": 1}])
+@pytest.mark.parametrize("value", ["tests.support.hook_examples.TenantHook", [1], [""], {"a": 1}])
 def test_hooks_must_be_a_list_of_dotted_paths(value):
     with pytest.raises(ImproperlyConfigured, match=r"OPTIONS\['hooks'\]"):
         BackendConfig.from_options({"hooks": value})
 
 
 def test_opentelemetry_comes_first_and_hooks_load_once_per_process():
-    paths = hook_paths(["tests.hook_examples.TenantHook"], opentelemetry=True)
-    assert paths == (OPENTELEMETRY_HOOK, "tests.hook_examples.TenantHook")
+    paths = hook_paths(["tests.support.hook_examples.TenantHook"], opentelemetry=True)
+    assert paths == (OPENTELEMETRY_HOOK, "tests.support.hook_examples.TenantHook")
     hooks = load_hooks(paths)
     assert [path for path, _ in hooks.wrap_run] == list(paths)
     assert load_hooks(tuple(paths)) is hooks  # the same instances: imported once
@@ -74,9 +79,9 @@ def test_opentelemetry_comes_first_and_hooks_load_once_per_process():
 
 
 def test_a_hook_is_built_once_per_process_and_never_by_its_checks():
-    from tests.hook_examples import CountingHook
+    from tests.support.hook_examples import CountingHook
 
-    path = "tests.hook_examples.CountingHook"
+    path = "tests.support.hook_examples.CountingHook"
     before = CountingHook.built
     assert _check_ids(hooks=[path]) == []  # manage.py check, and runworkers before it starts
     assert _check_ids(hooks=[path]) == []
@@ -88,7 +93,7 @@ def test_a_hook_is_built_once_per_process_and_never_by_its_checks():
 
 def test_loading_a_bad_hook_raises_naming_it():
     with pytest.raises(ImproperlyConfigured, match="NotAHook"):
-        load_hooks(("tests.hook_examples.NotAHook",))
+        load_hooks(("tests.support.hook_examples.NotAHook",))
 
 
 def test_outcomes_compare_equal_to_their_names():
@@ -104,7 +109,7 @@ def test_outcomes_compare_equal_to_their_names():
 
 class _Job:
     id = "job-1"
-    task_path = "tests.tasks.add"
+    task_path = "tests.support.tasks.basic.add"
 
 
 def _tracing(events, name, *, fail_enter=False, fail_exit=False):

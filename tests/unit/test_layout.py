@@ -1,5 +1,6 @@
 """The layout rules: in the package, no import cycles and one public API (that Channels stays
-optional is tested in test_progress_events); in the tests, no test module imports another."""
+optional is tested in test_progress_events); in the tests, only packages beside the conftest,
+and no test module imports another."""
 
 import ast
 import importlib
@@ -132,7 +133,7 @@ def _test_modules_imported(path: Path) -> set[str]:
 
 
 def test_no_test_module_imports_another():
-    """What tests share lives in modules that hold no tests (``tests/helpers.py``, a conftest,
+    """What tests share lives in modules that hold no tests (``tests/support/``, a conftest,
     ``tests/example/demo_site.py``): a test function imported by name is collected twice, and
     a test module's marks, fixtures and setup are its own, not a library for other modules."""
     importers = {
@@ -141,6 +142,18 @@ def test_no_test_module_imports_another():
         if (imported := _test_modules_imported(path))
     }
     assert importers == {}
+
+
+def test_the_tests_folder_holds_only_its_conftest_and_packages():
+    """At the root of ``tests/``: ``conftest.py``, ``__init__.py`` and packages (the test
+    packages, and ``support``, where the settings, tasks, test app and helpers live)."""
+    strays = sorted(
+        entry.name
+        for entry in TESTS.iterdir()
+        if entry.name not in {"__init__.py", "conftest.py", "__pycache__"}
+        and not (entry.is_dir() and (entry / "__init__.py").is_file())
+    )
+    assert strays == []
 
 
 def test_the_import_finder_sees_every_way_to_import_a_test_module():

@@ -5,7 +5,7 @@ import uuid
 from django.test import override_settings
 
 from django_leasequeue.progress.access import job_token, token_allows
-from tests.viewers import aged_token, forged_token
+from tests.support.viewers import aged_token, forged_token
 
 JOB = uuid.uuid4()
 

@@ -160,21 +160,21 @@ def test_the_job_copy_writes_its_row_in_the_order_of_copy_jobs_columns():
 
     from django_leasequeue.sql.executor import JobCopy
     from django_leasequeue.sql.records import NewJob
-    from tests.tasks import add
+    from tests.support.tasks.basic import add
 
     written = []
     copy = JobCopy()
     copy.now = datetime(2026, 1, 1, tzinfo=UTC)
     copy._write_row = written.append
     job = NewJob(
-        "0190f5c2-0000-7000-8000-000000000001", add, "tests.tasks.add", [1, 2], {},
+        "0190f5c2-0000-7000-8000-000000000001", add, "tests.support.tasks.basic.add", [1, 2], {},
         "[1, 2]", "{}", 5, 30.0, 2.0, None, None, 60.0, None, {"a": 1}, '{"a": 1}',
     )  # fmt: skip
     copy.write(job)
     [row] = written
     assert dict(zip(COPIED_JOB_COLUMNS, row, strict=True)) == {
         "id": job.id,
-        "task_path": "tests.tasks.add",
+        "task_path": "tests.support.tasks.basic.add",
         "queue_name": add.queue_name,
         "priority": add.priority,
         "backend": add.backend,
@@ -197,19 +197,19 @@ def test_a_workflow_writes_its_step_rows_in_the_order_of_copy_steps_columns():
     from django_leasequeue.sql.records import LimitColumns, NewJob
     from django_leasequeue.workflows.builder import StepDefinition
     from django_leasequeue.workflows.enqueue import _step_row
-    from tests.tasks import add
+    from tests.support.tasks.basic import add
 
     now = datetime(2026, 1, 1, tzinfo=UTC)
     limits = LimitColumns('[{"key": "task:x", "concurrency": 1}]', "task:x", "task:x", None)
     job = NewJob(
-        "0190f5c2-0000-7000-8000-000000000002", add, "tests.tasks.add", [1, 2], {},
+        "0190f5c2-0000-7000-8000-000000000002", add, "tests.support.tasks.basic.add", [1, 2], {},
         "[1, 2]", "{}", 5, 30.0, 2.0, None, limits, 60.0, None, {}, "{}",
     )  # fmt: skip
     definition = StepDefinition("second", add, (1, 2), {}, (0,), RunIf.SUCCEEDED, Upstream.CHAIN)
     row = _step_row(job, definition, "the-workflow", now, (0,), False)
     assert dict(zip(COPIED_STEP_COLUMNS, row, strict=True)) == {
         "id": job.id,
-        "task_path": "tests.tasks.add",
+        "task_path": "tests.support.tasks.basic.add",
         "queue_name": add.queue_name,
         "priority": add.priority,
         "backend": add.backend,

@@ -7,7 +7,7 @@ import uuid
 from django_leasequeue.runtime.claimer import DroppedWakeups, job_ids
 from django_leasequeue.runtime.heartbeat import Heartbeat, fence_margin
 from django_leasequeue.runtime.job_handle import StopReason
-from tests.helpers import running_handle
+from tests.support.helpers import running_handle
 
 
 def test_popped_wakeups_keep_job_ids_and_count_garbage(caplog):

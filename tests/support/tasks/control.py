@@ -6,8 +6,8 @@ from datetime import timedelta
 
 from django_leasequeue import Snooze, task
 from django_leasequeue.models import Job
-from tests.models import Execution
-from tests.value_tasks import build
+from tests.support.models import Execution
+from tests.support.tasks.values import build
 
 
 @task(takes_context=True)

@@ -4,7 +4,7 @@ an import error in a module the settings pull in shows up in spawned children on
 
 import multiprocessing
 
-from tests.settings import *  # noqa: F403
+from tests.support.settings import *  # noqa: F403
 
 if multiprocessing.parent_process() is not None:
     import tests.no_such_module  # noqa: F401

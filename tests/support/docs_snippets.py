@@ -17,7 +17,7 @@ A block that no test can run (it needs a web server, a benchmark's minutes, or s
 around the reader's own code) says so in an HTML comment just before it (blank lines between
 are fine), which the rendered page does not show: ``<!-- docs-test: skip: needs a web server -->``.
 
-Run ``python -m tests.docs_snippets README.md`` to print what a file gets from a document.
+Run ``python -m tests.support.docs_snippets README.md`` to print what a file gets from a document.
 """
 
 import builtins
@@ -27,7 +27,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 _FENCE = re.compile(
     r"^(?P<indent> *)```(?P<lang>[\w-]*)\n(?P<body>.*?)^(?P=indent)```", re.M | re.S

@@ -11,7 +11,7 @@ from pathlib import Path
 import redis
 
 from devtools.services import free_port
-from tests.processes import popen_options
+from tests.support.processes import popen_options
 
 
 class RedisServer:

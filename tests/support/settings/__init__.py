@@ -21,7 +21,7 @@ DEBUG = os.environ.get("LEASEQUEUE_TEST_DEBUG") == "1"
 USE_TZ = True
 TIME_ZONE = "UTC"
 ALLOWED_HOSTS = ["*"]
-ROOT_URLCONF = "tests.urls"
+ROOT_URLCONF = "tests.support.urls"
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
@@ -30,7 +30,8 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_leasequeue",
-    "tests",
+    # The test app (label "tests"): its models, migrations and template.
+    "tests.support",
     # The demo site's app, so that its views and job are tested too (tests/example).
     "example_project.matching",
     # Apps whose tasks modules declare schedules, installed only in the workers of the periodic
@@ -92,7 +93,7 @@ TASKS = {
 }
 STATIC_URL = "/static/"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
-ASGI_APPLICATION = "tests.asgi.application"
+ASGI_APPLICATION = "tests.support.asgi.application"
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
@@ -106,13 +107,13 @@ CHANNEL_LAYERS = {
     }
 }
 
-# The structured-logging test's workers write JSON lines here (tests/json_logs.py), beside
+# The structured-logging test's workers write JSON lines here (tests/support/json_logs.py), beside
 # runworkers' own stderr lines.
 if os.environ.get("LEASEQUEUE_TEST_JSON_LOG"):
     LOGGING = {
         "version": 1,
         "disable_existing_loggers": False,
-        "formatters": {"json": {"()": "tests.json_logs.JsonFormatter"}},
+        "formatters": {"json": {"()": "tests.support.json_logs.JsonFormatter"}},
         "handlers": {
             "json": {
                 "class": "logging.FileHandler",

@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from tests.views import progress_page
+from tests.support.views import progress_page
 
 urlpatterns = [
     path("admin/", admin.site.urls),

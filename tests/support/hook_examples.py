@@ -57,7 +57,7 @@ class RefusingHook:
     def before_enqueue(self, job):
         job.meta["seen"] = True
         if job.meta.get("refuse"):
-            from tests.models import Receipt
+            from tests.support.models import Receipt
 
             Receipt.objects.create(job_id=job.id, written_by="refusing hook")
             raise PermissionError(f"refused {job.task_path}")

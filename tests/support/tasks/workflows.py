@@ -8,7 +8,7 @@ import time
 from django.utils import timezone
 
 from django_leasequeue import task
-from tests.models import Execution, StepRun
+from tests.support.models import Execution, StepRun
 
 
 def _commit_run(context, started, result):

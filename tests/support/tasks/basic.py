@@ -8,7 +8,7 @@ import psycopg
 
 from django_leasequeue import task
 from django_leasequeue.tasks_framework import task as django_task
-from tests.models import Execution, Receipt
+from tests.support.models import Execution, Receipt
 
 
 @django_task

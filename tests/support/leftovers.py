@@ -9,7 +9,7 @@ pytest plugin: tests/conftest.py).
   little after it died); one still there after that is ended, with a warning that names it.
 - A run first ends what an earlier run that was killed outright left behind, and says so:
   processes started by the tests that still point at this run's test databases (the tests'
-  processes die with their parent on Linux, see tests/processes.py), then those databases.
+  processes die with their parent on Linux, see tests/support/processes.py), then those databases.
 """
 
 import os

@@ -4,7 +4,7 @@ import asyncio
 import logging
 
 from django_leasequeue import task
-from tests.hook_examples import current_tenant
+from tests.support.hook_examples import current_tenant
 
 logger = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """The test project, declaring the queues the docs' snippets use too ("emails")."""
 
-from tests.settings import *  # noqa: F403
-from tests.settings import TASKS
+from tests.support.settings import *  # noqa: F403
+from tests.support.settings import TASKS
 
 TASKS = {
     **TASKS,

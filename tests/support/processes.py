@@ -9,12 +9,12 @@ next run's jobs. So each process a test starts asks Linux for a parent-death sig
   ``runworkers`` then stops its worker processes as it does on any SIGTERM (also those of a
   project that is not the test project, as in test_docs_project);
 - the worker processes of a test project's ``runworkers``: SIGKILL when their supervisor ends,
-  set when they are forked (or, spawned, when their Django is ready: ``tests/apps.py`` calls
+  set when they are forked (or, spawned, when their Django is ready: ``tests/support/apps.py`` calls
   ``die_with_supervisor``), since their supervisor starts them and the product knows nothing
   of this.
 
 Elsewhere than on Linux, nothing is set: there, an interrupted run may leave processes behind,
-and the next run stops them (``tests/leftovers.py``).
+and the next run stops them (``tests/support/leftovers.py``).
 """
 
 import ctypes

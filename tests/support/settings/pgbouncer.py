@@ -1,7 +1,7 @@
 """The test settings for clients that reach PostgreSQL through PgBouncer in transaction
 pooling mode (docs/pgbouncer.md says why each line is needed)."""
 
-from tests.settings import *  # noqa: F403
+from tests.support.settings import *  # noqa: F403
 
 for _database in DATABASES.values():  # noqa: F405
     # A server-side cursor (QuerySet.iterator()) lives across transactions: PgBouncer may hand

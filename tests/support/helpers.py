@@ -121,7 +121,7 @@ def running_handle(deadline: float) -> JobHandle:
     now = datetime.now(UTC)
     job = ClaimedJob(
         lease=Lease(uuid.uuid4(), 1),
-        task_path="tests.tasks.add",
+        task_path="tests.support.tasks.basic.add",
         queue_name="default",
         priority=0,
         backend="default",
@@ -152,7 +152,7 @@ def validate_status_json(data: dict) -> None:
 
     import jsonschema
 
-    schema = json.loads((Path(__file__).parent.parent / "docs" / "status.schema.json").read_text())
+    schema = json.loads((Path(__file__).parents[2] / "docs" / "status.schema.json").read_text())
     validator = jsonschema.Draft202012Validator
     validator(schema, format_checker=validator.FORMAT_CHECKER).validate(data)
 
@@ -227,7 +227,7 @@ def statistics_of_finished_jobs(backend, jobs: int = 10_000) -> None:
     """The job table's planner statistics as after a day of work (every job finished, so
     claimable ones look rare), then the table emptied: what a backlog arriving later is planned
     on until the next ANALYZE."""
-    from tests.tasks import add
+    from tests.support.tasks.basic import add
 
     backend.enqueue_many([(add, (0, n), {}) for n in range(jobs)])
     Job.objects.update(status="succeeded")
@@ -239,7 +239,7 @@ def statistics_of_finished_jobs(backend, jobs: int = 10_000) -> None:
 def statistics_of_a_nearly_empty_table(backend) -> list[str]:
     """The job table emptied and analysed, then three jobs enqueued (their ids returned): what
     a fresh install's first worker plans on."""
-    from tests.tasks import add
+    from tests.support.tasks.basic import add
 
     with connections["default"].cursor() as cursor:
         cursor.execute("TRUNCATE leasequeue_job CASCADE")

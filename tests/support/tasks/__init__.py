@@ -1,0 +1,1 @@
+"""The tasks the tests enqueue: ``basic`` (the general ones), and one module per subject."""
