@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from urllib.parse import quote
 
+import django
 import psycopg
 import pytest
 from django.db import connection
@@ -142,6 +143,11 @@ def scratch_databases():
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+@pytest.mark.skipif(
+    django.VERSION < (6, 0),
+    reason="Django 5.2 cannot take a new database to a replaced migration (0010): its graph holds "
+    "the squash instead; a database already part way migrates on through the old files on both",
+)
 def test_the_squash_and_the_old_chain_make_the_same_schema(scratch_databases):
     squashed, chained = scratch_databases
     _migrate(squashed)
