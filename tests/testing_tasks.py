@@ -136,3 +136,13 @@ def expires_at_once(n):
 @task
 def noop():
     return None
+
+
+@task
+def takes_a_task_argument(task):
+    return task
+
+
+@task(expires_after=timedelta(minutes=1))
+def snoozes_past_its_expiry():
+    raise Snooze(timedelta(hours=1))

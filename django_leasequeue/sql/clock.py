@@ -3,11 +3,11 @@
 Inside a transaction PostgreSQL's ``now()`` is the transaction's start. A drain runs inside the
 test's transaction (``django.test.TestCase``), which may have started long before: run as they
 are, the worker's statements would count a retry's backoff or a snooze from that moment, and
-find a job deferred to a minute ago not due yet. So the drain runs each of them at one clock of
-its own (``drain_clock``, the database's wall clock when the drain starts): ``at_clock`` gives
-the statement whose text has every ``now()`` replaced by that clock, a parameter, and the due
-test (``run_after <= now()``) by a second one, ``due_by`` (the clock, or the last moment a row
-holds: the drain's ``with_scheduled``).
+find a job deferred to a minute ago not due yet. So the drain runs each of them at a clock of
+its own (``drain_clock``, the database's wall clock, read as each round of the drain starts):
+``at_clock`` gives the statement whose text has every ``now()`` replaced by that clock, a
+parameter, and the due test (``run_after <= now()``) by a second one, ``due_by`` (the clock, or
+the last moment a row holds: the drain's ``with_scheduled``).
 
 Why statements of their own rather than a clock parameter in the worker's (``coalesce(%(now)s,
 now())``) or a setting read by a function: the worker's statements, their texts and their plans
@@ -16,7 +16,7 @@ process, from the same ``.sql`` text, when first used.
 
 A statement that calls one of the app's functions cannot be derived: the function reads the
 transaction's ``now()`` itself. The claim by ids has a twin written out for the drain
-(``claim_by_ids_at_clock`` in ``drain.sql``); the others (``claim_batch``, ``complete_many``,
+(``claim_by_ids_at_clock`` in ``clock.sql``); the others (``claim_batch``, ``complete_many``,
 ``complete_steps``, ``enqueue_plain_cached``) are refused, and the drain does without them: it
 polls with ``claim_batch_with_expiring`` and completes one job at a time with ``complete``, a
 workflow step's status change then booked by the step trigger.

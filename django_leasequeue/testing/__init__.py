@@ -10,12 +10,12 @@ jobs run in the test's process through the worker's own claim, run and completio
 - ``run_job`` / ``arun_job``: one call of a task as a job, run once, its result or exception
   given back.
 
-The drain runs the worker's statements at one clock of its own rather than at PostgreSQL's
+The drain runs the worker's statements at a clock of its own rather than at PostgreSQL's
 ``now()``, which inside the test's transaction is that transaction's start (possibly long
-before): the database's wall clock when the drain starts. How: every statement the drain runs
-is derived from the worker's own text with each ``now()`` made a parameter (``sql/clock.py``),
-so the worker's statements, their plans and their costs are untouched; the one whose worker form
-is a database function (the claim by ids) has a twin written out beside it
+before): the database's wall clock, read as each round of claims starts. How: every statement
+the drain runs is derived from the worker's own text with each ``now()`` made a parameter
+(``sql/clock.py``), so the worker's statements, their plans and their costs are untouched; the
+one whose worker form is a database function (the claim by ids) has a twin written out beside it
 (``sql/clock.sql``). A parameter in the worker's statements (``coalesce(%(now)s, now())``) or a
 session setting read by a function would have changed the plans of every claim on the hot path
 for the sake of the tests. See ``drain.py`` for what the clock means to a drain.

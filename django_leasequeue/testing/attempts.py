@@ -219,10 +219,13 @@ class Attempts:
         snoozed = self._write(snooze_write(handle.lease, task, seconds))
         if snoozed is None:
             return self._lost(job)
-        status = self._after_next_run(job, snoozed)
-        if status == JobStatus.QUEUED:
-            return FinishOutcome.SNOOZED
+        status = JobStatus(snoozed.status)
+        # Failed: past max_snoozes (the statement recorded it); else cancelled, or expired.
         end = too_many_snoozes(task) if status == JobStatus.FAILED else AttemptEnd()
+        if status == JobStatus.QUEUED:
+            if self._after_next_run(job, snoozed) == JobStatus.QUEUED:
+                return FinishOutcome.SNOOZED
+            status = JobStatus.FAILED
         self._finished(job, task, status, end)
         return FinishOutcome(status)
 

@@ -12,12 +12,15 @@ is that transaction's start); a retry or a snooze comes due only once its wait h
 wall clock, like a worker's, unless ``with_scheduled`` (due whatever its ``run_after``).
 """
 
+import contextlib
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from asgiref.sync import sync_to_async
+from django.db import DatabaseError
+from django.db.transaction import TransactionManagementError
 from django.utils import timezone
 
 from django_leasequeue.hooks import FinishOutcome
@@ -99,28 +102,34 @@ def drain(
     done = DrainResult()
     left = float("inf") if limit is None else limit
     claimed: deque[ClaimedJob] = deque()
-    if not with_recursion:  # the snapshot: every job claimable now, claimed before any runs
-        round_clock = clock.read()
-        done.expired += claims.expire(round_clock)
-        while left - len(claimed) > 0 and (
-            more := claims.claim(_round(left - len(claimed)), round_clock)
-        ):
-            claimed.extend(more)
-    while left > 0:
-        if not claimed and with_recursion:
+    try:
+        if not with_recursion:  # the snapshot: every job claimable now, claimed before any runs
             round_clock = clock.read()
             done.expired += claims.expire(round_clock)
-            claimed.extend(claims.claim(_round(left), round_clock))
-        if not claimed:
-            break
-        ran = attempts.run(claimed.popleft(), round_clock)
-        left -= 1
-        done._count(ran)
-        if not with_safety and ran.exception is not None and ran.outcome in _FAILURES:
-            for other in claimed:  # claimed beside it: back for the next drain or worker
+            while left - len(claimed) > 0 and (
+                more := claims.claim(_round(left - len(claimed)), round_clock)
+            ):
+                claimed.extend(more)
+        while left > 0:
+            if not claimed and with_recursion:
+                round_clock = clock.read()
+                done.expired += claims.expire(round_clock)
+                claimed.extend(claims.claim(_round(left), round_clock))
+            if not claimed:
+                return done
+            ran = attempts.run(claimed.popleft(), round_clock)
+            left -= 1
+            done._count(ran)
+            if not with_safety and ran.exception is not None and ran.outcome in _FAILURES:
+                raise ran.exception
+        return done
+    except BaseException:
+        # The jobs claimed beside the one that raised: back for the next drain or a worker
+        # (unless the connection cannot take a statement any more: their leases then end).
+        with contextlib.suppress(DatabaseError, TransactionManagementError):
+            for other in claimed:
                 execute(at_clock(jobs_sql.hand_back(other.lease), round_clock), database)
-            raise ran.exception
-    return done
+        raise
 
 
 async def adrain(

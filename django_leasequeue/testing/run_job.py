@@ -27,7 +27,7 @@ from django_leasequeue.testing.attempts import Attempts
 from django_leasequeue.testing.drain import DrainClock
 
 
-def run_job(task: Task, *args: Any, **kwargs: Any) -> Any:
+def run_job(task: Task, /, *args: Any, **kwargs: Any) -> Any:
     """Run ``task(*args, **kwargs)`` once as a job, here and now; returns its return value as
     stored (through JSON: a tuple comes back a list), or raises its exception as it was raised.
 
@@ -65,7 +65,7 @@ def run_job(task: Task, *args: Any, **kwargs: Any) -> Any:
     return None if row["result"] is None else json.loads(row["result"])
 
 
-async def arun_job(task: Task, *args: Any, **kwargs: Any) -> Any:
+async def arun_job(task: Task, /, *args: Any, **kwargs: Any) -> Any:
     """``run_job`` for async code: it runs in the thread that owns the caller's database
     connection, as Django's async ORM calls do."""
     return await sync_to_async(run_job, thread_sensitive=True)(task, *args, **kwargs)

@@ -1,6 +1,7 @@
 """``django_leasequeue.testing.drain``: due jobs run in the test's process, inside its
 transaction, through the worker's claim, run and completion statements at the drain's clock."""
 
+import time
 from datetime import timedelta
 
 import pytest
@@ -191,6 +192,7 @@ def test_a_sync_task_that_returns_after_its_timeout_ends_timed_out_and_an_async_
 
 def test_an_expired_job_fails_with_job_expired_without_running():
     result = tasks.expires_at_once.enqueue(1)
+    time.sleep(0.01)  # past its expiry, 1 ms after the enqueue
     done = drain()
     assert (done.ran, done.expired) == (0, 1)
     job = _job(result)
@@ -238,3 +240,14 @@ def test_a_chain_and_a_workflow_run_to_their_end(backend):
 
 def test_the_drain_result_counts_every_outcome():
     assert drain() == DrainResult()
+
+
+def test_a_snooze_set_past_the_jobs_expiry_ends_it_expired():
+    result = tasks.snoozes_past_its_expiry.enqueue()
+    done = drain()
+    assert (done.ran, done.failed, done.snoozed) == (1, 1, 0)
+    job = _job(result)
+    assert job.status == "failed"
+    assert [error["exception_class_path"] for error in job.errors] == [
+        f"{JobExpired.__module__}.JobExpired"
+    ]

@@ -72,3 +72,7 @@ def test_it_runs_whatever_holds_the_tasks_limits_and_keys():
     tasks.capped.enqueue(1)
     assert run_job(tasks.capped, 2) == 2
     assert run_job(tasks.rate_limited, 1) == run_job(tasks.rate_limited, 1) == 1
+
+
+def test_a_keyword_argument_may_be_called_task():
+    assert run_job(tasks.takes_a_task_argument, task="mine") == "mine"
