@@ -57,26 +57,17 @@ def error_of(exc: BaseException, message: str | None = None) -> dict[str, str]:
 
 def resolve(job: ClaimedJob) -> Task | AttemptEnd:
     """The job's Task, or a non-retryable failure saying why it cannot run."""
-    try:
-        return task_of(job)
-    except CannotRun as exc:
-        return AttemptEnd(error=error_of(exc.reason), retryable=False)
+    found = task_or_reason(job)
+    if isinstance(found, Exception):
+        return AttemptEnd(error=error_of(found), retryable=False)
+    return found
 
 
-class CannotRun(Exception):
-    """A job whose task cannot be called (``task_of``): ``reason`` is the exception its
-    failure records."""
-
-    def __init__(self, reason: Exception) -> None:
-        super().__init__(str(reason))
-        self.reason = reason
-
-
-def task_of(job: ClaimedJob) -> Task:
-    """The job's Task, its arguments bound to its function's signature; raises ``CannotRun``
-    with the reason (an undecodable row, an unknown task, arguments that do not fit)."""
+def task_or_reason(job: ClaimedJob) -> Task | Exception:
+    """The job's Task, its arguments bound to its function's signature; or the exception its
+    failure records (an undecodable row, an unknown task, arguments that do not fit)."""
     if job.problem is not None:
-        raise CannotRun(UndecodableJob(job.problem))
+        return UndecodableJob(job.problem)
     shape = (job.task_path, len(job.args), tuple(job.kwargs))
     task = _RESOLVED.get(shape)
     if task is not None:
@@ -85,10 +76,9 @@ def task_of(job: ClaimedJob) -> Task:
         task = task_for_path(job.task_path)
         _signature(task.func).bind(*call_args(task, None, job), **job.kwargs)
     except ImportError as exc:
-        raise CannotRun(UnknownTask(str(exc))) from None
+        return UnknownTask(str(exc))
     except TypeError as exc:
-        message = f"Arguments do not match {job.task_path}: {exc}"
-        raise CannotRun(TypeError(message)) from None
+        return TypeError(f"Arguments do not match {job.task_path}: {exc}")
     if len(_RESOLVED) < _RESOLVED_LIMIT:
         _RESOLVED[shape] = task
     return task

@@ -31,14 +31,13 @@ from django_leasequeue.hooks import FinishOutcome, call_after_finish, call_wrapp
 from django_leasequeue.runtime.context import JobContext
 from django_leasequeue.runtime.execution import (
     AttemptEnd,
-    CannotRun,
     call_args,
     call_on_loop,
     ended_by,
     ended_with,
     error_of,
     is_async,
-    task_of,
+    task_or_reason,
     timed_out,
 )
 from django_leasequeue.runtime.outcomes import (
@@ -108,11 +107,10 @@ class Attempts:
         upstream = None
         if job.upstream is not None:  # a chain or chord step: its arguments start with them
             job, upstream = self._with_upstream(job)
-        try:
-            task = task_of(job)
-        except CannotRun as exc:
-            end = AttemptEnd(error=error_of(exc.reason), retryable=False)
-            return Ran(end, self._record(handle, None, end), exc.reason)
+        task = task_or_reason(job)
+        if isinstance(task, Exception):  # it cannot run: why, as a worker records it
+            end = AttemptEnd(error=error_of(task), retryable=False)
+            return Ran(end, self._record(handle, None, end), task)
         hooks = backend.hooks
         context = None
         send_started = self._wants(task_started)

@@ -23,12 +23,25 @@ def test_uuid7_strs_are_valid_time_ordered_uuid7s():
 
 
 def test_ids_made_one_after_another_follow_each_other_within_a_millisecond():
-    """The fraction of the millisecond after the version (RFC 9562, method 3): a test's jobs,
-    enqueued in one transaction (one enqueued_at), are listed in the order they were made."""
-    texts = [text for _ in range(200) for text in uuid7_strs(1)] + uuid7_strs(500)
+    """Monotonic random (RFC 9562, section 6.2): a test's jobs, enqueued in one transaction
+    (one enqueued_at), are listed in the order they were made."""
+    texts = [text for _ in range(3000) for text in uuid7_strs(1)] + uuid7_strs(5000)
+    texts += [text for _ in range(100) for text in uuid7_strs(3)]
     assert texts == sorted(texts)
-    ids = []
-    for _ in range(200):
-        ids.append(uuid7())
-        time.sleep(0.000_001)
-    assert [i.int >> 64 for i in ids] == sorted(i.int >> 64 for i in ids)
+    assert len(set(texts)) == len(texts)
+    ids = [uuid7() for _ in range(3000)]
+    assert ids == sorted(ids)
+    assert str(ids[-1]) < uuid7_strs(1)[0]  # the two share the order
+
+
+def test_a_batchs_ids_spread_over_their_first_64_bits():
+    """The queue summary estimates a big count from how densely ids follow each other in their
+    first 64 bits (reads.sql, queue_summary): one bulk enqueue's ids must not share them."""
+    time.sleep(0.002)  # a millisecond of their own
+    heads = [text[:18] for text in uuid7_strs(500)]
+    assert heads == sorted(heads)
+    assert len(set(heads)) > 400  # 500 draws among 4,096 values: about 470 apart
+    # Drawn above the last ids in one millisecond, each id takes about half a step.
+    ones = [text[:18] for _ in range(1000) for text in uuid7_strs(1)]
+    batch = [text[:18] for text in uuid7_strs(500)]
+    assert len(set(ones)) > 100 and len(set(batch)) > 100
