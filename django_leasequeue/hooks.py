@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from asgiref.sync import async_to_sync
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 
@@ -231,5 +232,19 @@ async def run_after_finish(
             else:
                 context = contextvars.copy_context()
                 await run_in_thread(functools.partial(context.run, method, job, outcome))
+        except Exception:
+            _log_failure(path, "after_finish", job)
+
+
+def call_after_finish(hooks: Hooks, job: Any, outcome: FinishOutcome) -> None:
+    """``run_after_finish`` for a sync caller (the testing drain, in the test's thread): each
+    ``after_finish`` called here, each ``aafter_finish`` through ``async_to_sync``; a failure is
+    logged, never raised."""
+    for path, method, is_async in hooks.after_finish:
+        try:
+            if is_async:
+                async_to_sync(method)(job, outcome)
+            else:
+                method(job, outcome)
         except Exception:
             _log_failure(path, "after_finish", job)

@@ -1,3 +1,5 @@
+from importlib.metadata import entry_points
+
 import pytest
 from django.contrib.auth.models import Permission
 from django.test import Client
@@ -7,6 +9,12 @@ from django_leasequeue.tasks_framework import task_backends
 from tests.support.permissions import APP_LABELS
 
 pytest_plugins = ["tests.support.leftovers"]
+# The package's pytest plugin (the ``leasequeue`` fixture) comes with its installation (its
+# pytest11 entry point); a checkout not installed again since the plugin was added has none.
+if "django_leasequeue.pytest_plugin" not in {
+    point.value for point in entry_points(group="pytest11")
+}:
+    pytest_plugins.append("django_leasequeue.pytest_plugin")
 
 
 @pytest.fixture

@@ -1,17 +1,41 @@
 """``JobContext``: what a ``takes_context`` task receives, a subclass of Django's TaskContext."""
 
-import asyncio
-from collections.abc import Coroutine
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Protocol
 from uuid import UUID
 
 from django_leasequeue.exceptions import Snooze
 from django_leasequeue.fencing import FencedTransaction, fenced_atomic
-from django_leasequeue.runtime.job_handle import JobHandle
+from django_leasequeue.sql.records import ClaimedJob, Lease
 from django_leasequeue.tasks_framework import TaskContext
+
+
+class AttemptHandle(Protocol):
+    """One running attempt's state and its fenced writes, as a context reaches them: a worker's
+    ``JobHandle``, or the testing drain's ``DrainHandle`` (``django_leasequeue.testing``)."""
+
+    job: ClaimedJob
+    lease: Lease
+    # What the latest checkpoint saved (the claimed row's, then this attempt's).
+    checkpoint: Any
+    # Set when the task completed the job itself, inside ``fenced_atomic``.
+    completed_in_fence: bool
+
+    @property
+    def stop_reason(self) -> object | None: ...
+
+    @property
+    def lease_lost(self) -> bool: ...
+
+    async def progress(self, current: float, total: float | None, message: str) -> bool: ...
+
+    def progress_sync(self, current: float, total: float | None, message: str) -> bool: ...
+
+    async def save_checkpoint(self, data: Any) -> None: ...
+
+    def save_checkpoint_sync(self, data: Any) -> None: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -25,7 +49,7 @@ class JobContext(TaskContext):  # type: ignore[misc]  # django-stubs: not frozen
     loop waiting for the database. ``snooze`` only raises ``Snooze``: it works from both.
     """
 
-    handle: JobHandle
+    handle: AttemptHandle
     database: str = "default"
     # A workflow step's direct upstream steps: {step name: return value} (empty elsewhere).
     upstream_results: dict[str, Any] = field(default_factory=dict)
@@ -61,14 +85,14 @@ class JobContext(TaskContext):  # type: ignore[misc]  # django-stubs: not frozen
         return await self.handle.progress(current, total, message)
 
     def progress(self, current: float, total: float | None = None, message: str = "") -> bool:
-        return self._from_thread(self.handle.progress(current, total, message))
+        return self.handle.progress_sync(current, total, message)
 
     async def acheckpoint(self, data: Any) -> None:
         """Save JSON state a later attempt resumes from; raises LeaseLost if not saved."""
         await self.handle.save_checkpoint(data)
 
     def checkpoint(self, data: Any) -> None:
-        self._from_thread(self.handle.save_checkpoint(data))
+        self.handle.save_checkpoint_sync(data)
 
     async def asnooze(self, seconds: float | timedelta) -> NoReturn:
         """End this attempt and run the job again in ``seconds``, the attempt not counted:
@@ -86,19 +110,11 @@ class JobContext(TaskContext):  # type: ignore[misc]  # django-stubs: not frozen
         """
         return _RecordingFence(self.handle, self.database)
 
-    def _from_thread[T](self, coroutine: Coroutine[Any, Any, T]) -> T:
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run_coroutine_threadsafe(coroutine, self.handle.loop).result()
-        coroutine.close()
-        raise RuntimeError("In an async task, await the a-prefixed method (e.g. aprogress).")
-
 
 class _RecordingFence(AbstractContextManager[FencedTransaction]):
     """``fenced_atomic`` that tells the runner when the task completed the job itself."""
 
-    def __init__(self, handle: JobHandle, database: str) -> None:
+    def __init__(self, handle: AttemptHandle, database: str) -> None:
         self._handle = handle
         self._inner = fenced_atomic(handle.lease, database)
         self._fence: FencedTransaction | None = None

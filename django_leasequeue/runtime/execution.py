@@ -57,20 +57,28 @@ def error_of(exc: BaseException, message: str | None = None) -> dict[str, str]:
 
 def resolve(job: ClaimedJob) -> Task | AttemptEnd:
     """The job's Task, or a non-retryable failure saying why it cannot run."""
+    found = task_or_reason(job)
+    if isinstance(found, Exception):
+        return AttemptEnd(error=error_of(found), retryable=False)
+    return found
+
+
+def task_or_reason(job: ClaimedJob) -> Task | Exception:
+    """The job's Task, its arguments bound to its function's signature; or the exception its
+    failure records (an undecodable row, an unknown task, arguments that do not fit)."""
     if job.problem is not None:
-        return AttemptEnd(error=error_of(UndecodableJob(job.problem)), retryable=False)
+        return UndecodableJob(job.problem)
     shape = (job.task_path, len(job.args), tuple(job.kwargs))
     task = _RESOLVED.get(shape)
     if task is not None:
         return task
     try:
         task = task_for_path(job.task_path)
-        _signature(task.func).bind(*_call_args(task, None, job), **job.kwargs)
+        _signature(task.func).bind(*call_args(task, None, job), **job.kwargs)
     except ImportError as exc:
-        return AttemptEnd(error=error_of(UnknownTask(str(exc))), retryable=False)
+        return UnknownTask(str(exc))
     except TypeError as exc:
-        message = f"Arguments do not match {job.task_path}: {exc}"
-        return AttemptEnd(error=error_of(TypeError(message)), retryable=False)
+        return TypeError(f"Arguments do not match {job.task_path}: {exc}")
     if len(_RESOLVED) < _RESOLVED_LIMIT:
         _RESOLVED[shape] = task
     return task
@@ -92,7 +100,13 @@ def _signature(func: Callable[..., Any]) -> inspect.Signature:
     return inspect.signature(func)
 
 
-def _call_args(task: Task, context: Any, job: ClaimedJob) -> list[Any]:
+def is_async(task: Task) -> bool:
+    """Whether the task's function is a coroutine function (run on an event loop)."""
+    return _is_async(task.func)
+
+
+def call_args(task: Task, context: Any, job: ClaimedJob) -> list[Any]:
+    """The positional arguments the task's function is called with (its context first)."""
     return [context, *job.args] if task.takes_context else list(job.args)
 
 
@@ -117,7 +131,7 @@ async def run_attempt(
 
     Cancellation (lease lost, cancel requested, shutdown) propagates to the caller.
     """
-    args = _call_args(task, context, job)
+    args = call_args(task, context, job)
     kwargs = call_kwargs(task, job.kwargs)
     try:
         if wrappers:
@@ -127,14 +141,32 @@ async def run_attempt(
         else:
             async with asyncio.timeout(job.timeout_seconds):
                 value = await _call(task.func, args, kwargs, threads)
-    except Snooze as snooze:
-        return AttemptEnd(snooze_seconds=snooze.seconds)
-    except TimeoutError as exc:
-        timeout = JobTimeout(f"Attempt ran longer than its timeout of {job.timeout_seconds}s.")
-        timeout.__cause__ = exc
-        return AttemptEnd(error=error_of(timeout))
     except Exception as exc:
-        return AttemptEnd(error=error_of(exc), retryable=not isinstance(exc, UnstorableValue))
+        return ended_by(exc, job.timeout_seconds)
+    return ended_with(value, max_result_bytes)
+
+
+def ended_by(exc: Exception, timeout_seconds: float | None) -> AttemptEnd:
+    """How an attempt ended that raised ``exc``: a snooze, a timeout (``TimeoutError``, the
+    task's timeout of ``timeout_seconds`` reached), or a failure, retried unless it is a value
+    that cannot be stored."""
+    if isinstance(exc, Snooze):
+        return AttemptEnd(snooze_seconds=exc.seconds)
+    if isinstance(exc, TimeoutError):
+        return AttemptEnd(error=error_of(timed_out(timeout_seconds, exc)))
+    return AttemptEnd(error=error_of(exc), retryable=not isinstance(exc, UnstorableValue))
+
+
+def timed_out(timeout_seconds: float | None, cause: BaseException | None = None) -> JobTimeout:
+    """The error of an attempt that ran past its timeout."""
+    timeout = JobTimeout(f"Attempt ran longer than its timeout of {timeout_seconds}s.")
+    timeout.__cause__ = cause
+    return timeout
+
+
+def ended_with(value: Any, max_result_bytes: int | None) -> AttemptEnd:
+    """How an attempt ended that returned ``value``: its result as JSON, or a failure without
+    retry when it cannot be stored."""
     try:
         value = normalize_json(value)
         result_json = jsonargs.encode(value, "return value", max_result_bytes)
@@ -157,16 +189,31 @@ async def _call_wrapped(
 ) -> Any:
     """``_call`` within its timeout, inside the hooks' ``wrap_run``: on the loop around the
     timeout for an async task, in the thread around the function for a sync one."""
-    seconds = job.timeout_seconds
     if _is_async(func):
-
-        async def timed() -> Any:
-            return await _timed(seconds, func(*args, **kwargs))
-
-        return await acall_wrapped(wrappers, job, context, timed)
+        return await call_on_loop(func, args, kwargs, job, context, wrappers)
     call = partial(_call_in_thread, func, args, kwargs)
     wrapped = partial(call_wrapped, wrappers, job, context, call)
-    return await _timed(seconds, _in_thread(wrapped, threads))
+    return await _timed(job.timeout_seconds, _in_thread(wrapped, threads))
+
+
+async def call_on_loop(
+    func: Callable[..., Awaitable[Any]],
+    args: list[Any],
+    kwargs: dict[str, Any],
+    job: ClaimedJob,
+    context: Any,
+    wrappers: Sequence[tuple[str, Callable[[Any, Any], Any]]],
+) -> Any:
+    """An async task's call on this loop within its timeout (``TimeoutError`` past it), inside
+    the hooks' ``wrap_run`` when there are any."""
+    seconds = job.timeout_seconds
+    if not wrappers:
+        return await _timed(seconds, func(*args, **kwargs))
+
+    async def timed() -> Any:
+        return await _timed(seconds, func(*args, **kwargs))
+
+    return await acall_wrapped(wrappers, job, context, timed)
 
 
 async def _timed(seconds: float | None, call: Awaitable[Any]) -> Any:

@@ -24,6 +24,37 @@ logger = logging.getLogger(__name__)
 Publish = Callable[[Any, dict[str, Any]], Awaitable[None]]
 
 
+def checked_progress(
+    current: float, total: float | None, message: str
+) -> tuple[float, float | None, str]:
+    """A progress report as stored; raises ``UnstorableValue`` saying what no row can hold (a
+    number that is not a finite number, a message that is not storable text)."""
+    problem = None
+    numbers = {"current": current} if total is None else {"current": current, "total": total}
+    for name, number in numbers.items():
+        if not isinstance(number, int | float) or isinstance(number, bool):
+            problem = f"{name} is {number!r:.40}, not a number"
+        elif not math.isfinite(number):
+            problem = f"{name} is {number!r}, not a finite number"
+    if not isinstance(message, str):
+        problem = f"the message is a {type(message).__name__}, not a string"
+    elif (text := jsonargs.text_problem(message)) is not None:
+        problem = f"the message has a {text}"
+    if problem is not None:
+        raise UnstorableValue("progress", problem)
+    return float(current), None if total is None else float(total), message
+
+
+def refuse_on_loop() -> None:
+    """Raise RuntimeError when called on an event loop: a context's sync method, called from an
+    async task, would block the loop waiting for the database."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise RuntimeError("In an async task, await the a-prefixed method (e.g. aprogress).")
+
+
 class StopReason(StrEnum):
     """Why the worker cancelled a job's coroutine; decides what it writes afterwards."""
 
@@ -86,7 +117,10 @@ class JobHandle:
         """Persist and publish at most one update per interval; the latest one always lands.
 
         A report that cannot be stored raises ``UnstorableValue`` here, before it is queued."""
-        self._pending_progress = self._checked_progress(current, total, message)
+        try:
+            self._pending_progress = checked_progress(current, total, message)
+        except UnstorableValue as exc:
+            raise self._refuse(exc) from None
         wait = self._last_progress_at + self._progress_interval - time.monotonic()
         finished = total is not None and current >= total
         if wait > 0 and not finished:
@@ -95,23 +129,12 @@ class JobHandle:
             return self.stop_reason is None
         return await self.flush_progress()
 
-    def _checked_progress(
-        self, current: float, total: float | None, message: str
-    ) -> tuple[float, float | None, str]:
-        problem = None
-        numbers = {"current": current} if total is None else {"current": current, "total": total}
-        for name, number in numbers.items():
-            if not isinstance(number, int | float) or isinstance(number, bool):
-                problem = f"{name} is {number!r:.40}, not a number"
-            elif not math.isfinite(number):
-                problem = f"{name} is {number!r}, not a finite number"
-        if not isinstance(message, str):
-            problem = f"the message is a {type(message).__name__}, not a string"
-        elif (text := jsonargs.text_problem(message)) is not None:
-            problem = f"the message has a {text}"
-        if problem is not None:
-            raise self._refuse(UnstorableValue("progress", problem))
-        return float(current), None if total is None else float(total), message
+    def progress_sync(self, current: float, total: float | None, message: str) -> bool:
+        """``progress`` from a sync task's thread, through the worker's loop."""
+        refuse_on_loop()
+        return asyncio.run_coroutine_threadsafe(
+            self.progress(current, total, message), self.loop
+        ).result()
 
     def _refuse(self, error: UnstorableValue) -> UnstorableValue:
         """Remember the first refused write: the attempt fails with it, even if the task
@@ -172,6 +195,11 @@ class JobHandle:
             return
         self._not_written("checkpoint")
         raise LeaseLost(f"Job {self.job.id}: {self.stop_reason}, checkpoint not saved.")
+
+    def save_checkpoint_sync(self, data: Any) -> None:
+        """``save_checkpoint`` from a sync task's thread, through the worker's loop."""
+        refuse_on_loop()
+        asyncio.run_coroutine_threadsafe(self.save_checkpoint(data), self.loop).result()
 
     def cancel_timers(self) -> None:
         if self._flush_timer is not None:

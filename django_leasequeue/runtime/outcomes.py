@@ -7,7 +7,6 @@ import asyncio
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
-from functools import partial
 
 import psycopg
 
@@ -26,7 +25,8 @@ from django_leasequeue.runtime.signal_dispatch import TaskSignalDispatcher
 from django_leasequeue.runtime.workflow_steps import ReleasedStepsWaker
 from django_leasequeue.sql import jobs as jobs_sql
 from django_leasequeue.sql.queue_control import expire_doomed, snooze
-from django_leasequeue.sql.records import ClaimedJob, NextRun
+from django_leasequeue.sql.records import ClaimedJob, Lease, NextRun
+from django_leasequeue.sql.statement import Statement
 from django_leasequeue.task import DEFAULT_MAX_SNOOZES
 from django_leasequeue.task_signals import wanted
 from django_leasequeue.tasks_framework import (
@@ -105,8 +105,7 @@ class OutcomeRecorder:
                 )
                 status, completed_in_batch = JobStatus.SUCCEEDED, True
             except psycopg.Error as exc:  # refused again alone: the attempt fails, saying why
-                refused = UnstorableValue("return value", f"PostgreSQL refused it ({exc})")
-                outcome = AttemptEnd(error=error_of(refused), retryable=False)
+                outcome = result_refused(exc)
         if not applied and not outcome.succeeded:
             failed = await self._fail(handle, outcome)
             applied = failed is not None
@@ -144,12 +143,10 @@ class OutcomeRecorder:
         """Write a snooze: the job queued again in ``seconds``, its attempt not counted (or
         failed past ``max_snoozes``, cancelled if a cancel was requested)."""
         job = handle.job
-        max_snoozes = getattr(task, "max_snoozes", DEFAULT_MAX_SNOOZES)
         try:
-            snoozed = await self.db.run(snooze(handle.lease, seconds, max_snoozes=max_snoozes))
+            snoozed = await self.db.run(snooze_write(handle.lease, task, seconds))
         except psycopg.DataError as exc:  # Snooze checks its duration: a clock far ahead?
-            refused = InvalidDuration(f"A snooze of {seconds:g} s cannot be stored ({exc}).")
-            return await self.record(handle, task, AttemptEnd(error=error_of(refused)))
+            return await self.record(handle, task, snooze_refused(seconds, exc))
         if snoozed is None:
             logger.warning("Job %s: lease lost before its snooze was written; discarded.", job.id)
             metrics.stale_write(job.queue_name, job.task_path)
@@ -163,9 +160,9 @@ class OutcomeRecorder:
             if snoozed.doomed and await self._expire_doomed(job, "snooze"):
                 status = JobStatus.FAILED
         elif status == JobStatus.FAILED:
-            too_many = TooManySnoozes(f"Snoozed more than max_snoozes ({max_snoozes}) times.")
-            outcome = AttemptEnd(error=error_of(too_many), retryable=False)
-            logger.error("Job %s (%s) failed: %s", job.id, job.task_path, too_many)
+            outcome = too_many_snoozes(task)
+            message = outcome.error["message"]  # type: ignore[index]  # a failure carries its error
+            logger.error("Job %s (%s) failed: %s", job.id, job.task_path, message)
         if status == JobStatus.QUEUED:
             metrics.finished(job.queue_name, job.task_path, status, handle.run_seconds())
             await handle.publish({"kind": "status", "status": status})
@@ -213,31 +210,12 @@ class OutcomeRecorder:
     async def _fail(self, handle: JobHandle, outcome: AttemptEnd) -> NextRun | None:
         """Record a failed attempt. Should PostgreSQL refuse the error itself, record that
         instead, so the job still ends with a reason (not "lease expired" a lease later)."""
-        statement = partial(
-            jobs_sql.fail,
-            handle.lease,
-            retryable=outcome.retryable,
-            backoff_cap_seconds=self.backend_config.backoff_cap_seconds,
-        )
-        error = outcome.error or {}  # a failure carries its error
+        cap = self.backend_config.backoff_cap_seconds
         try:
-            return await self.db.run(
-                statement(
-                    exception_class_path=error["exception_class_path"],
-                    message=error["message"],
-                    traceback=error["traceback"],
-                )
-            )
+            return await self.db.run(fail_write(handle.lease, outcome, cap))
         except psycopg.Error as exc:
             logger.error("Job %s: its error could not be stored (%s).", handle.job.id, exc)
-            message = f"{error['message'][:200]} (its full error could not be stored: {exc})"
-            return await self.db.run(
-                statement(
-                    exception_class_path=error["exception_class_path"],
-                    message=escaped_text(message),
-                    traceback="",
-                )
-            )
+            return await self.db.run(fail_write(handle.lease, outcome, cap, refused=exc))
 
     async def _finished(
         self, handle: JobHandle, task: Task, status: JobStatus, outcome: AttemptEnd | None = None
@@ -267,21 +245,93 @@ class OutcomeRecorder:
         return_value: object = None,
     ) -> TaskResult:
         """The TaskResult of a job this worker holds, for Django's task signals."""
-        alias = self.backend_alias
-        return build_result(
-            task_variant(task, job.priority, job.queue_name, alias),
-            job_id=str(job.id),
-            status=status,
-            args=job.args,
-            kwargs=job.kwargs,
-            backend=alias,
-            enqueued_at=job.enqueued_at,
-            started_at=job.started_at,
-            last_attempted_at=job.last_attempted_at,
-            errors=[*job.errors, *(errors or [])],
-            worker_ids=job.worker_ids,
-            return_value=return_value,
+        return attempt_result(
+            job, task, status, self.backend_alias, errors=errors, return_value=return_value
         )
+
+
+# The rules of an attempt's end that do no I/O, shared with the testing drain
+# (``django_leasequeue.testing``), which writes the same statements on Django's connection.
+
+
+def attempt_result(
+    job: ClaimedJob,
+    task: Task,
+    status: TaskResultStatus,
+    backend_alias: str,
+    *,
+    errors: list[dict[str, str]] | None = None,
+    return_value: object = None,
+) -> TaskResult:
+    """The TaskResult of a claimed job during or after its attempt (Django's task signals, a
+    context's ``task_result``); ``errors``: this attempt's, after the earlier ones."""
+    return build_result(
+        task_variant(task, job.priority, job.queue_name, backend_alias),
+        job_id=str(job.id),
+        status=status,
+        args=job.args,
+        kwargs=job.kwargs,
+        backend=backend_alias,
+        enqueued_at=job.enqueued_at,
+        started_at=job.started_at,
+        last_attempted_at=job.last_attempted_at,
+        errors=[*job.errors, *(errors or [])],
+        worker_ids=job.worker_ids,
+        return_value=return_value,
+    )
+
+
+def fail_write(
+    lease: Lease,
+    outcome: AttemptEnd,
+    backoff_cap_seconds: float,
+    *,
+    refused: Exception | None = None,
+) -> Statement[NextRun | None]:
+    """The fenced write of a failed attempt: retried after its backoff, or failed. ``refused``:
+    PostgreSQL refused the error as it was, so its message is recorded cut short, saying so,
+    without its traceback (the job still ends with a reason)."""
+    error = outcome.error or {}  # a failure carries its error
+    message, traceback = error["message"], error["traceback"]
+    if refused is not None:
+        message = escaped_text(f"{message[:200]} (its full error could not be stored: {refused})")
+        traceback = ""
+    return jobs_sql.fail(
+        lease,
+        retryable=outcome.retryable,
+        backoff_cap_seconds=backoff_cap_seconds,
+        exception_class_path=error["exception_class_path"],
+        message=message,
+        traceback=traceback,
+    )
+
+
+def result_refused(exc: Exception) -> AttemptEnd:
+    """The end of an attempt whose return value PostgreSQL refused: failed, without retry."""
+    refused = UnstorableValue("return value", f"PostgreSQL refused it ({exc})")
+    return AttemptEnd(error=error_of(refused), retryable=False)
+
+
+def max_snoozes_of(task: Task) -> int:
+    return getattr(task, "max_snoozes", DEFAULT_MAX_SNOOZES)
+
+
+def snooze_write(lease: Lease, task: Task, seconds: float) -> Statement[NextRun | None]:
+    """The fenced write of a snooze: queued again in ``seconds``, the attempt not counted (or
+    failed past the task's ``max_snoozes``, cancelled if a cancel was requested)."""
+    return snooze(lease, seconds, max_snoozes=max_snoozes_of(task))
+
+
+def snooze_refused(seconds: float, exc: Exception) -> AttemptEnd:
+    """The end of an attempt whose snooze PostgreSQL refused (a duration it cannot store)."""
+    refused = InvalidDuration(f"A snooze of {seconds:g} s cannot be stored ({exc}).")
+    return AttemptEnd(error=error_of(refused))
+
+
+def too_many_snoozes(task: Task) -> AttemptEnd:
+    """What a job that snoozed past its ``max_snoozes`` failed with (the snooze recorded it)."""
+    error = TooManySnoozes(f"Snoozed more than max_snoozes ({max_snoozes_of(task)}) times.")
+    return AttemptEnd(error=error_of(error), retryable=False)
 
 
 def _moment(when: datetime) -> str:

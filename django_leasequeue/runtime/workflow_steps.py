@@ -17,6 +17,7 @@ from django_leasequeue.runtime.batching import Batcher
 from django_leasequeue.runtime.database import Database
 from django_leasequeue.sql import workflows as workflows_sql
 from django_leasequeue.sql.records import ClaimedJob
+from django_leasequeue.sql.statement import Row
 from django_leasequeue.wakeups import Wakeups
 
 logger = logging.getLogger(__name__)
@@ -26,7 +27,11 @@ async def with_upstream(db: Database, job: ClaimedJob) -> tuple[ClaimedJob, dict
     """The job with its upstream results put first in its arguments when its step asks for
     them (a chain: the one parent's return value; a chord: the list of them, in order), and
     ``{upstream step name: return value}`` of its direct parents."""
-    rows = await db.run(workflows_sql.upstream_results(job.id))
+    return upstream_applied(job, await db.run(workflows_sql.upstream_results(job.id)))
+
+
+def upstream_applied(job: ClaimedJob, rows: list[Row]) -> tuple[ClaimedJob, dict[str, Any]]:
+    """``with_upstream`` of the rows ``upstream_results`` read for the job."""
     values = [None if row["result"] is None else json.loads(row["result"]) for row in rows]
     upstream = {row["step_name"]: value for row, value in zip(rows, values, strict=True)}
     if job.upstream == Upstream.CHAIN:

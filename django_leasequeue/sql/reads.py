@@ -13,6 +13,20 @@ def job_results(ids: Sequence[UUID]) -> Statement[list[Row]]:
     return statement("job_results", rows, ids=list(ids))
 
 
+def jobs_listed(
+    task_path: str | None, queue_name: str | None, statuses: Sequence[str] | None
+) -> Statement[list[Row]]:
+    """Rows as ``job_results``'s of a task's jobs (None: any) in a queue (None: any) with one
+    of these statuses (None: any), oldest first (the testing helpers)."""
+    return statement(
+        "jobs_listed",
+        rows,
+        task_path=task_path,
+        queue_name=queue_name,
+        statuses=None if statuses is None else list(statuses),
+    )
+
+
 def job_statuses(ids: Sequence[UUID]) -> Statement[dict[UUID, Row]]:
     """``id -> {status, key_held}`` of these jobs now; a deleted job is missing."""
     return statement("job_statuses", rows_by_id, ids=list(ids))

@@ -7,6 +7,16 @@ SELECT id, task_path, queue_name, priority, backend, status, run_after, args, kw
 FROM leasequeue_job
 WHERE id = ANY(%(ids)s::uuid[]);
 
+-- name: jobs_listed
+-- The testing helpers' read: the jobs of a task (any when NULL) in a queue (any when NULL) with one of these statuses (any when NULL), oldest first, as job_results.
+SELECT id, task_path, queue_name, priority, backend, status, run_after, args, kwargs, result,
+       errors, worker_ids, enqueued_at, started_at, last_attempted_at, finished_at
+FROM leasequeue_job
+WHERE (%(task_path)s::text IS NULL OR task_path = %(task_path)s::text)
+  AND (%(queue_name)s::text IS NULL OR queue_name = %(queue_name)s::text)
+  AND (%(statuses)s::text[] IS NULL OR status = ANY(%(statuses)s::text[]))
+ORDER BY enqueued_at, id;
+
 -- name: job_statuses
 -- Read back: each job's status now, and whether another unfinished job of its task holds its unique key.
 SELECT id, status,

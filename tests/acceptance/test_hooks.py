@@ -1,6 +1,7 @@
-"""Hooks in real workers: the tenant carried from the enqueue into the task (sync and async),
-``after_finish`` once per attempt with its outcome, broken hooks that lose nothing and kill no
-worker, and JSON logs whose records about a job carry its id, task, queue and attempt."""
+"""Hooks in real workers: ``after_finish`` once per attempt with its outcome, broken hooks that
+lose nothing and kill no worker, and JSON logs whose records about a job carry its id, task,
+queue and attempt. The tenant carried from the enqueue into the task is shown in the test's own
+process, by the testing drain (tests/integration/test_testing_hooks_and_signals.py)."""
 
 import json
 import logging
@@ -8,21 +9,17 @@ import logging
 import pytest
 
 from django_leasequeue.models import Job
-from django_leasequeue.tasks_framework import task_backends
 from tests.acceptance.harness import LONG_LEASE, wait_until
-from tests.support.hook_examples import current_tenant, read_log
+from tests.support.hook_examples import read_log
 from tests.support.tasks.hooks import (
     always_fails,
-    async_tenant_and_meta,
     fails_once,
     plain,
     snoozes_once,
-    tenant_and_meta,
 )
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.crash]
 
-TENANT = "tests.support.hook_examples.TenantHook"
 RECORDING = [
     "tests.support.hook_examples.RecordingHook",
     "tests.support.hook_examples.AsyncRecordingHook",
@@ -30,39 +27,10 @@ RECORDING = [
 BROKEN = ["tests.support.hook_examples.BrokenHook", "tests.support.hook_examples.BrokenExitHook"]
 
 
-def _with_hooks(settings, hooks):
-    default = settings.TASKS["default"]
-    options = {**default["OPTIONS"], "hooks": hooks}
-    settings.TASKS = {"default": {**default, "OPTIONS": options}}
-
-
 def _done(*ids):
     return lambda: (
         Job.objects.filter(pk__in=ids, status__in=["succeeded", "failed"]).count() == len(ids)
     )
-
-
-def test_the_tenant_captured_at_enqueue_is_current_while_the_job_runs(settings, start_workers):
-    _with_hooks(settings, [TENANT])
-    token = current_tenant.set("acme")
-    try:
-        sync_job = tenant_and_meta.using(meta={"request_id": "r-9"}).enqueue()
-        async_job = async_tenant_and_meta.enqueue()
-    finally:
-        current_tenant.reset(token)
-    untenanted = tenant_and_meta.enqueue()
-    workers = start_workers("--burst", options={**LONG_LEASE, "hooks": [TENANT]})
-    assert workers.process.wait(60) == 0, workers.log()
-    backend = task_backends["default"]
-    assert backend.get_result(sync_job.id).return_value == {
-        "tenant": "acme",
-        "meta": {"request_id": "r-9", "tenant": "acme"},
-    }
-    assert backend.get_result(async_job.id).return_value == {
-        "tenant": "acme",
-        "meta": {"tenant": "acme"},
-    }
-    assert backend.get_result(untenanted.id).return_value == {"tenant": None, "meta": {}}
 
 
 def test_after_finish_is_told_each_attempts_outcome_once(start_workers, tmp_path):

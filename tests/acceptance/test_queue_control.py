@@ -1,6 +1,8 @@
 """Queue control with real ``runworkers`` processes: a pause holds every worker off a queue and a
-resume drains it, expired jobs never run, a snooze is not an attempt and a stale worker's snooze
-is refused, and a key held over a period survives eight processes enqueuing at once."""
+resume drains it, expired jobs never run, a stale worker's snooze is refused, and a key held over
+a period survives eight processes enqueuing at once. A snooze that is not an attempt, and a retry
+set past its job's expiry, are shown in the test's own process by the testing drain
+(tests/integration/test_drained_outcomes.py)."""
 
 import json
 import time
@@ -183,39 +185,7 @@ def test_expired_jobs_behind_a_blocker_never_run_and_consume_no_attempt(
     assert expired == 1000
 
 
-def test_a_retry_that_would_start_after_the_expiry_ends_the_job_expired(start_workers):
-    job_id = control_tasks.fails_with_a_late_retry.enqueue().id
-    start_workers("--queues", "*")
-    wait_until(lambda: Job.objects.get(pk=job_id).status == "failed", 20, "the job to end")
-    job = Job.objects.get(pk=job_id)
-    assert job.attempt == 1
-    assert [error["exception_class_path"] for error in job.errors] == [
-        "builtins.ValueError",
-        "django_leasequeue.exceptions.JobExpired",
-    ]
-    assert job.finished_at < job.expires_at  # at once, not by the sweep at the expiry
-
-
 # Snoozes
-
-
-def test_a_job_snoozed_three_times_then_succeeds_with_attempt_1(start_workers):
-    async_job = control_tasks.snoozes_three_times.enqueue().id
-    sync_job = control_tasks.snoozes_in_a_thread.enqueue().id
-    too_many = control_tasks.snoozes_forever.enqueue().id
-    workers = start_workers("--queues", "*")
-    ids = [async_job, sync_job, too_many]
-    wait_until(lambda: statuses(ids) == {"succeeded": 2, "failed": 1}, 20, "every job to end")
-    job = Job.objects.get(pk=async_job)
-    assert (job.attempt, job.snoozes, job.result, job.errors) == (1, 3, {"snoozed": 3}, [])
-    assert len(job.worker_ids) == 1  # Django's TaskResult.attempts counts these
-    job = Job.objects.get(pk=sync_job)
-    assert (job.attempt, job.snoozes, job.result) == (1, 1, "done")
-    job = Job.objects.get(pk=too_many)
-    assert (job.status, job.attempt, job.snoozes) == ("failed", 1, 3)
-    [error] = job.errors
-    assert error["exception_class_path"] == "django_leasequeue.exceptions.TooManySnoozes"
-    assert "snoozed until" in workers.log()
 
 
 def test_a_stale_workers_snooze_is_refused(start_workers):

@@ -1,17 +1,18 @@
-"""Workflows through real runworkers processes: results flow down chains and into chords, a
-failure cancels what needed it and runs what did not, callbacks run once, cancel and retry."""
+"""Workflows through real runworkers processes: released steps woken at once, cancel and retry,
+steps claimed around a paused queue. Results flowing down chains and into chords, a failure
+cancelling what needed it and the callbacks, are shown in the test's own process by the testing
+drain (tests/integration/test_drained_outcomes.py)."""
 
 import itertools
 
 import pytest
 
-from django_leasequeue import Workflow, WorkflowHandle, WorkflowStatus, chain, chord, group, step
+from django_leasequeue import Workflow, WorkflowHandle, WorkflowStatus, chain, step
 from django_leasequeue.models import Job
 from django_leasequeue.operations import retry_failed_steps
 from tests.acceptance.harness import wait_until
 from tests.support.servers import RedisServer
-from tests.support.tasks.control import snoozes_forever
-from tests.support.tasks.workflows import add_one, collect, explode, fetch, length, noop, report
+from tests.support.tasks.workflows import add_one, fetch, length, noop
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.crash]
 
@@ -23,18 +24,6 @@ def _finished(handle: WorkflowHandle, timeout: float = 30) -> WorkflowHandle:
 
     wait_until(done, timeout, f"workflow {handle.name or handle.id} to finish")
     return handle
-
-
-def test_a_chain_passes_each_return_value_on_and_a_chord_gets_them_all_in_order(start_workers):
-    start_workers("--concurrency", "4")
-    chained = chain(step(fetch, "a"), step(length), step(add_one)).enqueue()
-    chorded = chord(group(step(fetch, "x", 0.3), step(fetch, "yy")), step(collect)).enqueue()
-    assert _finished(chained).status == WorkflowStatus.SUCCEEDED
-    assert chained.steps["add_one"].return_value == len("page of a") + 1
-    # The callback got the group's results in the group's order, not in finishing order.
-    assert _finished(chorded).status == WorkflowStatus.SUCCEEDED
-    assert chorded.steps["collect"].return_value == ["page of x", "page of yy"]
-    assert Job.objects.get(pk=chorded.step_ids["collect"]).args == []  # passed, not stored
 
 
 def test_each_step_a_completion_releases_is_woken_at_once_not_found_by_polling(start_workers):
@@ -59,30 +48,6 @@ def test_each_step_a_completion_releases_is_woken_at_once_not_found_by_polling(s
         for parent, child in itertools.pairwise(order)
     ]
     assert max(pickups) < 0.5, pickups
-
-
-def test_a_failed_step_cancels_what_needed_it_and_the_callbacks_say_how_it_ended(start_workers):
-    start_workers("--concurrency", "4")
-    wf = Workflow("fails")
-    bad = wf.add(explode, args=["no page"])
-    needs_it = wf.add(noop, after=[bad], name="parse")
-    wf.add(noop, after=[needs_it], name="store")
-    wf.add(report, after=[bad], run_if="finished", name="cleanup")
-    wf.on_success(noop)
-    wf.on_failure(report)
-    handle = _finished(wf.enqueue())
-    assert handle.status == WorkflowStatus.FAILED
-    steps = {name: Job.objects.get(pk=job_id) for name, job_id in handle.step_ids.items()}
-    assert steps["explode"].status == "failed"
-    assert steps["parse"].status == "cancelled"
-    assert steps["parse"].errors[-1]["message"] == "upstream step explode failed"
-    assert steps["parse"].attempt == 0  # never ran
-    assert steps["store"].errors[-1]["message"] == "upstream step parse was cancelled"
-    assert steps["cleanup"].status == "succeeded"
-    assert steps["cleanup"].result == {"upstream": {"explode": None}}
-    assert steps["on_success"].status == "cancelled"
-    assert steps["on_failure"].status == "succeeded"
-    assert set(steps["on_failure"].result["upstream"]) == {"explode", "parse", "store", "cleanup"}
 
 
 def test_retrying_the_failed_step_brings_back_the_steps_it_cancelled(start_workers):
@@ -128,17 +93,3 @@ def test_steps_claimed_while_another_queue_is_paused_still_get_their_upstream_re
     handle = chain(step(fetch, "a"), step(length), step(add_one)).enqueue()
     assert _finished(handle).status == WorkflowStatus.SUCCEEDED
     assert handle.steps["add_one"].return_value == len("page of a") + 1
-
-
-def test_a_step_that_snoozes_too_often_fails_and_releases_what_waits_for_it(start_workers):
-    start_workers("--concurrency", "2")
-    wf = Workflow("snoozes")
-    sleeper = wf.add(snoozes_forever)
-    wf.add(report, after=[sleeper], run_if="finished", name="cleanup")
-    wf.add(noop, after=[sleeper], name="needs_it")
-    handle = _finished(wf.enqueue())
-    assert handle.status == WorkflowStatus.FAILED
-    steps = {name: Job.objects.get(pk=job_id) for name, job_id in handle.step_ids.items()}
-    assert steps["snoozes_forever"].errors[-1]["exception_class_path"].endswith("TooManySnoozes")
-    assert steps["cleanup"].status == "succeeded"
-    assert steps["needs_it"].status == "cancelled"

@@ -1,5 +1,6 @@
 """Job ids (``ids.py``): time-ordered UUIDv7s."""
 
+import time
 import uuid
 
 from django_leasequeue.ids import uuid7, uuid7_strs
@@ -19,3 +20,28 @@ def test_uuid7_strs_are_valid_time_ordered_uuid7s():
     assert all(i.version == 7 and i.variant == uuid.RFC_4122 for i in ids)
     assert [i.int >> 80 for i in ids] == sorted(i.int >> 80 for i in ids)
     assert len(set(texts)) == 2000
+
+
+def test_ids_made_one_after_another_follow_each_other_within_a_millisecond():
+    """Monotonic random (RFC 9562, section 6.2): a test's jobs, enqueued in one transaction
+    (one enqueued_at), are listed in the order they were made."""
+    texts = [text for _ in range(3000) for text in uuid7_strs(1)] + uuid7_strs(5000)
+    texts += [text for _ in range(100) for text in uuid7_strs(3)]
+    assert texts == sorted(texts)
+    assert len(set(texts)) == len(texts)
+    ids = [uuid7() for _ in range(3000)]
+    assert ids == sorted(ids)
+    assert str(ids[-1]) < uuid7_strs(1)[0]  # the two share the order
+
+
+def test_a_batchs_ids_spread_over_their_first_64_bits():
+    """The queue summary estimates a big count from how densely ids follow each other in their
+    first 64 bits (reads.sql, queue_summary): one bulk enqueue's ids must not share them."""
+    time.sleep(0.002)  # a millisecond of their own
+    heads = [text[:18] for text in uuid7_strs(500)]
+    assert heads == sorted(heads)
+    assert len(set(heads)) > 400  # 500 draws among 4,096 values: about 470 apart
+    # Drawn above the last ids in one millisecond, each id takes about half a step.
+    ones = [text[:18] for _ in range(1000) for text in uuid7_strs(1)]
+    batch = [text[:18] for text in uuid7_strs(500)]
+    assert len(set(ones)) > 100 and len(set(batch)) > 100

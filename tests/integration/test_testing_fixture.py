@@ -1,0 +1,64 @@
+"""The ``leasequeue`` pytest fixture: the testing helpers as methods, with the database access
+it needs asked for by itself; the package registers it with pytest (``pytest11``)."""
+
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+from django_leasequeue import testing
+from tests.support.tasks import testing as tasks
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_fixture_gives_the_helpers_and_asks_for_the_database_itself(leasequeue):
+    """No django_db mark here: the fixture asked for pytest-django's ``db``."""
+    assert connection.in_atomic_block  # the test's transaction, rolled back after it
+    tasks.send_welcome.enqueue(1)
+    leasequeue.assert_enqueued(tasks.send_welcome, args=[1])
+    assert [result.args for result in leasequeue.enqueued_jobs(tasks.send_welcome)] == [[1]]
+    assert leasequeue.drain().succeeded == 1
+    leasequeue.refute_enqueued(tasks.send_welcome)
+    assert leasequeue.run_job(tasks.returns, 2) == 2
+
+
+def test_every_helper_of_the_module_is_a_method_of_the_fixture(leasequeue):
+    assert set(testing.__all__) == {
+        "enqueued_jobs",
+        "assert_enqueued",
+        "refute_enqueued",
+        "drain",
+        "adrain",
+        "run_job",
+        "arun_job",
+    }
+    for name in testing.__all__:
+        assert getattr(leasequeue, name) is getattr(testing, name)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_transactional_test_keeps_the_access_it_asked_for(leasequeue):
+    assert not connection.in_atomic_block
+    tasks.counts_down.enqueue(1)
+    assert leasequeue.drain().succeeded == 2
+
+
+def test_the_package_registers_the_plugin_with_pytest():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["entry-points"]["pytest11"] == {"leasequeue": "django_leasequeue.pytest_plugin"}
+
+
+def test_the_plugin_imports_before_django_is_set_up():
+    """pytest loads entry-point plugins before pytest-django configures Django."""
+    env = {key: value for key, value in os.environ.items() if key != "DJANGO_SETTINGS_MODULE"}
+    subprocess.run(
+        [sys.executable, "-c", "import django_leasequeue.pytest_plugin"],
+        cwd=ROOT,
+        env=env,
+        check=True,
+    )
