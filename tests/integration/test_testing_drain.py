@@ -12,8 +12,8 @@ from django_leasequeue import JobExpired, JobTimeout, Workflow, chain, step
 from django_leasequeue.models import Job, PausedQueue
 from django_leasequeue.testing import assert_enqueued, drain, enqueued_jobs, refute_enqueued
 from django_leasequeue.testing.drain import DrainResult
-from tests.support.tasks import testing as tasks
 from tests.support.models import Receipt
+from tests.support.tasks import testing as tasks
 
 pytestmark = pytest.mark.django_db
 

@@ -5,8 +5,8 @@ import pytest
 
 from django_leasequeue.tasks_framework import TaskResultStatus, task_finished, task_started
 from django_leasequeue.testing import drain, run_job
-from tests.support.tasks import testing as tasks
 from tests.support.hook_examples import current_tenant, read_log
+from tests.support.tasks import testing as tasks
 from tests.support.tasks.hooks import async_tenant_and_meta, tenant_and_meta
 
 pytestmark = pytest.mark.django_db

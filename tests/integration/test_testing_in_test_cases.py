@@ -16,9 +16,9 @@ from django_leasequeue.testing import (
     refute_enqueued,
     run_job,
 )
-from tests.support.tasks import testing as tasks
 from tests.support.models import Receipt
 from tests.support.settings import CACHES, TASKS
+from tests.support.tasks import testing as tasks
 
 # Nothing listens on port 1: every Redis call is refused at once.
 REDIS_DOWN = {"default": {**CACHES["default"], "LOCATION": "redis://127.0.0.1:1/0"}}

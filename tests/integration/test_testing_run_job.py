@@ -6,8 +6,8 @@ from django_leasequeue import InvalidTaskArguments, JobTimeout, Snooze
 from django_leasequeue.models import Job
 from django_leasequeue.tasks_framework import InvalidTask
 from django_leasequeue.testing import assert_enqueued, enqueued_jobs, run_job
-from tests.support.tasks import testing as tasks
 from tests.support.models import Receipt
+from tests.support.tasks import testing as tasks
 
 pytestmark = pytest.mark.django_db
 
