@@ -107,18 +107,23 @@ def test_a_silently_partitioned_worker_stops_its_jobs_before_another_takes_them(
             proxy.stop()
 
 
+# Long enough that a busy machine's pause (a CI run, a CPU hog on every core: over 2.2 s seen) does
+# not fence the worker by itself; a heartbeat blocked by the row lock still would, within 4.5 s.
+LEASE_UNDER_LOCK = {"lease_seconds": 5, "heartbeat_seconds": 0.5, "sweep_seconds": 0.3}
+
+
 def test_an_operator_holding_one_row_lock_does_not_stall_the_other_leases(start_workers):
     """A row lock held for several leases (an admin action in a long transaction) must not hold
     up the heartbeat of the worker's other jobs."""
-    locked, others = async_sleep.enqueue(9).id, [async_sleep.enqueue(9).id for _ in range(3)]
-    workers = start_workers("--concurrency", "5", options=LEASE)
+    locked, others = async_sleep.enqueue(12).id, [async_sleep.enqueue(12).id for _ in range(3)]
+    workers = start_workers("--concurrency", "5", options=LEASE_UNDER_LOCK)
     wait_until(lambda: Job.objects.filter(status="running").count() == 4, 20, "four running jobs")
     holder = connections.create_connection("default")
     try:
         holder.set_autocommit(False)
         with holder.cursor() as cursor:
             cursor.execute("SELECT id FROM leasequeue_job WHERE id = %s FOR UPDATE", [locked])
-            time.sleep(3 * LEASE["lease_seconds"])  # three leases long
+            time.sleep(2 * LEASE_UNDER_LOCK["lease_seconds"])  # two leases long
         holder.rollback()
     finally:
         holder.close()
