@@ -85,7 +85,6 @@ def test_bar_moves_to_100_percent_over_websocket_without_reload(
 def test_bar_falls_back_to_polling_when_websockets_are_unavailable(
     open_page, daphne, start_workers
 ):
-    start_workers("--concurrency", "2", options=LIVE_PROGRESS_OPTIONS)
     steps = 10
     job_id = stepped.enqueue(steps, 0.6).id  # polls come once a second
     polls = []
@@ -94,6 +93,8 @@ def test_bar_falls_back_to_polling_when_websockets_are_unavailable(
     page.on("request", lambda request: polls.append(request) if "/status/" in request.url else None)
     page.goto(f"{daphne.url}/progress/{job_id}/")
     page.evaluate(RECORD_BAR_VALUES)
+    # The job starts once the page watches: a slow page load must not miss it running.
+    start_workers("--concurrency", "2", options=LIVE_PROGRESS_OPTIONS)
 
     _assert_finished_live(page, steps, moves=3)
     assert len(polls) >= 3
@@ -111,7 +112,6 @@ def test_bar_falls_back_to_polling_when_the_channel_layer_is_down(
     down = RedisServer()  # never started: nothing listens on its port
     server = Daphne(tmp_path / "daphne-no-layer.log", env={"REDIS_URL": down.url}).start()
     try:
-        start_workers("--concurrency", "2", options=LIVE_PROGRESS_OPTIONS)
         steps = 10
         job_id = stepped.enqueue(steps, 0.6).id
         sockets, polls = [], []
@@ -120,6 +120,8 @@ def test_bar_falls_back_to_polling_when_the_channel_layer_is_down(
         page.on("request", lambda r: polls.append(r) if "/status/" in r.url else None)
         page.goto(f"{server.url}/progress/{job_id}/")
         page.evaluate(RECORD_BAR_VALUES)
+        # The job starts once the page watches: a slow page load must not miss it running.
+        start_workers("--concurrency", "2", options=LIVE_PROGRESS_OPTIONS)
 
         _assert_finished_live(page, steps, moves=3)
         assert len(sockets) == 3 and polls  # the page's three tries, then polling
@@ -170,7 +172,6 @@ def test_bar_polls_once_the_channel_layer_fails_under_an_open_socket(
 
 
 def test_bar_reconnects_after_the_server_restarts(open_page, daphne, start_workers):
-    start_workers("--concurrency", "2", options=LIVE_PROGRESS_OPTIONS)
     steps = 40  # 12 s: the bar still has moves to show once daphne is back on a loaded machine
     job_id = stepped.enqueue(steps, 0.3).id
     page = open_page()
@@ -178,6 +179,8 @@ def test_bar_reconnects_after_the_server_restarts(open_page, daphne, start_worke
     page.on("websocket", lambda socket: sockets.append(socket.url))
     page.goto(f"{daphne.url}/progress/{job_id}/")
     page.evaluate(RECORD_BAR_VALUES)
+    # The job starts once the page watches: a slow page load must not miss it running.
+    start_workers("--concurrency", "2", options=LIVE_PROGRESS_OPTIONS)
     page.wait_for_function(
         "Number(document.querySelector('[role=progressbar]').getAttribute('aria-valuenow')) >= 15",
         timeout=30_000,
@@ -203,13 +206,6 @@ def test_bar_moves_to_100_percent_over_websocket_through_pgbouncer(
         settings="tests.support.settings.pgbouncer",
     ).start()
     try:
-        start_workers(
-            "--concurrency",
-            "2",
-            options=LIVE_PROGRESS_OPTIONS,
-            database_url=through,
-            env=THROUGH_PGBOUNCER,
-        )
         steps = 10
         job_id = stepped.enqueue(steps, 0.3).id
         page = open_page()
@@ -217,6 +213,14 @@ def test_bar_moves_to_100_percent_over_websocket_through_pgbouncer(
         page.on("websocket", lambda socket: sockets.append(socket.url))
         page.goto(f"{server.url}/progress/{job_id}/")
         page.evaluate(RECORD_BAR_VALUES)
+        # The job starts once the page watches: a slow page load must not miss it running.
+        start_workers(
+            "--concurrency",
+            "2",
+            options=LIVE_PROGRESS_OPTIONS,
+            database_url=through,
+            env=THROUGH_PGBOUNCER,
+        )
         _assert_finished_live(page, steps, moves=3)
         assert len(sockets) == 1
     finally:

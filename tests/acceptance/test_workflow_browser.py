@@ -63,7 +63,6 @@ def test_the_demo_import_moves_live_to_100_percent_and_its_admin_page_shows_it_s
     open_page, demo_site, start_workers, tmp_path
 ):
     session = _operator_session()
-    start_workers("--concurrency", "4", options=LIVE_PROGRESS_OPTIONS)
     page = open_page(viewport={"width": 1100, "height": 900}, reduced_motion="reduce")
     context = page.context
     context.add_cookies([{"name": "sessionid", "value": session, "url": demo_site.url}])
@@ -75,6 +74,8 @@ def test_the_demo_import_moves_live_to_100_percent_and_its_admin_page_shows_it_s
     page.wait_for_url(re.compile(r"/imports/[0-9a-f-]{36}/$"))
     workflow_id = page.url.rstrip("/").rsplit("/", 1)[1]
     page.evaluate(RECORD_BAR_VALUES)
+    # The steps start once the page watches: a slow page load must not miss them running.
+    start_workers("--concurrency", "4", options=LIVE_PROGRESS_OPTIONS)
 
     # Midway, the operator opens the workflow's page in the admin: the graph, mid-run.
     page.wait_for_function(
