@@ -66,6 +66,14 @@ class Plan:
     def index_scans(self, index: str) -> list[dict[str, Any]]:
         return [node for node in self.nodes() if node.get("Index Name") == index]
 
+    def rows_read(self, index: str) -> int:
+        """The rows the plan read through ``index``: those its scans returned, and those they
+        read and filtered out, over all their loops."""
+        return sum(
+            (node["Actual Rows"] + node.get("Rows Removed by Filter", 0)) * node["Actual Loops"]
+            for node in self.index_scans(index)
+        )
+
     def node_types(self) -> set[str]:
         return {node["Node Type"] for node in self.nodes()}
 

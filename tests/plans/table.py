@@ -6,12 +6,12 @@ the step trigger; the app's functions, which name the tables without a schema, r
 copies through the session's ``search_path``. Other tests' tables are left alone, and the
 copies' statistics change only when these tests ``ANALYZE`` them (autovacuum is off for them).
 
-The mix, about 124,000 jobs: a history of 92,500 finished jobs (most succeeded), a backlog of
+The mix, about 132,000 jobs: a history of 92,500 finished jobs (most succeeded), a backlog of
 20,000 due jobs over three queues and three priorities, 2,000 scheduled for later, 1,000
 retrying, 2,100 running under leases of 20 workers (100 of them expired), 1,500 waiting with an
 expiry (500 past it), 3,000 held to concurrency limits over 30 flow partitions (60 of theirs
-running), and a chord of 2,000 steps (half done, 500 running, 500 queued) with its callback
-waiting on them.
+running), a chord of 10,000 steps (8,000 done, 1,000 running, 1,000 queued) with its callback
+waiting on them, and a chain of 500 steps waiting.
 """
 
 from dataclasses import dataclass
@@ -27,6 +27,7 @@ WORKERS = 20
 PARTITIONS = 30
 CHORD = UUID("0195f2a0-0000-7000-8000-000000000001")
 CALLBACK = UUID("0195f2a0-0000-7000-8000-000000000002")
+CHAIN = UUID("0195f2a0-0000-7000-8000-000000000003")
 
 
 def _copy_tables(conn: psycopg.Connection, schema: str) -> None:
@@ -162,18 +163,26 @@ _GROUPS: dict[str, tuple[int, str]] = {
         FROM generate_series(1, {{count}}) AS n""",
     ),
     "chord": (
-        2_000,
+        10_000,
         f"""job_id(now() - interval '10 minutes'), 'app.tasks.member', {_QUEUE}, 0, '[]', '{{}}',
-        CASE WHEN n <= 1000 THEN 'succeeded' WHEN n <= 1500 THEN 'running' ELSE 'queued' END,
+        CASE WHEN n <= 8000 THEN 'succeeded' WHEN n <= 9000 THEN 'running' ELSE 'queued' END,
         now() - interval '10 minutes', now() - interval '10 minutes',
-        CASE WHEN n <= 1500 THEN now() - interval '1 minute' END,
-        CASE WHEN n <= 1500 THEN now() - interval '1 minute' END,
-        CASE WHEN n <= 1000 THEN now() - interval '30 s' END,
-        CASE WHEN n <= 1500 THEN 1 ELSE 0 END,
-        CASE WHEN n <= 1500 THEN {_WORKER} END, '[]', CASE WHEN n <= 1500 THEN 1 ELSE 0 END,
-        CASE WHEN n > 1000 AND n <= 1500 THEN now() + interval '1 hour' END,
-        CASE WHEN n <= 1500 THEN now() END, CASE WHEN n <= 1000 THEN '1'::jsonb END, '[]',
+        CASE WHEN n <= 9000 THEN now() - interval '1 minute' END,
+        CASE WHEN n <= 9000 THEN now() - interval '1 minute' END,
+        CASE WHEN n <= 8000 THEN now() - interval '30 s' END,
+        CASE WHEN n <= 9000 THEN 1 ELSE 0 END,
+        CASE WHEN n <= 9000 THEN {_WORKER} END, '[]', CASE WHEN n <= 9000 THEN 1 ELSE 0 END,
+        CASE WHEN n > 8000 AND n <= 9000 THEN now() + interval '1 hour' END,
+        CASE WHEN n <= 9000 THEN now() END, CASE WHEN n <= 8000 THEN '1'::jsonb END, '[]',
         NULL, NULL, NULL, NULL, '{CHORD}', 'member-' || n, true, 'succeeded', NULL
+        FROM generate_series(1, {{count}}) AS n""",
+    ),
+    "chain": (
+        500,
+        f"""job_id(now() - interval '10 minutes'), 'app.tasks.link', {_QUEUE}, 0, '[]', '{{}}',
+        'waiting', now() - interval '10 minutes', now() - interval '10 minutes', NULL, NULL,
+        NULL, 0, NULL, '[]', 0, NULL, NULL, NULL, '[]', NULL, NULL, NULL, NULL, '{CHAIN}',
+        'link-' || n, true, 'succeeded', 'chain'
         FROM generate_series(1, {{count}}) AS n""",
     ),
 }
@@ -183,7 +192,7 @@ INSERT INTO leasequeue_job (id, task_path, args, kwargs, status, workflow_id, st
 VALUES ('{CALLBACK}', 'app.tasks.callback', '[]', '{{}}', 'waiting', '{CHORD}', 'callback',
         'succeeded', 'chord');
 INSERT INTO leasequeue_workflow (id, name, steps_total, steps_unfinished)
-VALUES ('{CHORD}', 'chord', 2001, 1001);
+VALUES ('{CHORD}', 'chord', 10001, 2001), ('{CHAIN}', 'chain', 501, 501);
 INSERT INTO leasequeue_dependency (position, parent_id, child_id, outcome)
 SELECT row_number() OVER (ORDER BY id), id, '{CALLBACK}',
        CASE WHEN status = 'succeeded' THEN 'succeeded' END
@@ -207,15 +216,30 @@ def build(conn: psycopg.Connection, schema: str = SCHEMA) -> Sample:
     """Make the copies in ``schema`` (the connection's ``search_path`` is set to it first), fill
     and analyse them; returns rows to act on. Runs in one transaction."""
     with conn.transaction():
-        _copy_tables(conn, schema)
-        conn.execute(f"SET search_path = {schema}, public")
-        for count, columns in _GROUPS.values():
-            rows = columns.replace("{count}", str(count))
-            conn.execute(f"INSERT INTO leasequeue_job ({_COLUMNS}) SELECT {rows}")
+        make_copies(conn, schema)
+        fill(conn, {group: count for group, (count, _) in _GROUPS.items()})
         conn.execute(_CALLBACK)
+    analyse(conn, schema)
+    return sample(conn)
+
+
+def make_copies(conn: psycopg.Connection, schema: str) -> None:
+    """Empty copies of the tables in ``schema``, which the connection's ``search_path`` then
+    puts first."""
+    _copy_tables(conn, schema)
+    conn.execute(f"SET search_path = {schema}, public")
+
+
+def fill(conn: psycopg.Connection, counts: dict[str, int]) -> None:
+    """Add jobs of these groups, this many each."""
+    for group, count in counts.items():
+        rows = _GROUPS[group][1].replace("{count}", str(count))
+        conn.execute(f"INSERT INTO leasequeue_job ({_COLUMNS}) SELECT {rows}")
+
+
+def analyse(conn: psycopg.Connection, schema: str) -> None:
     for table in TABLES:
         conn.execute(f"ANALYZE {schema}.{table}")
-    return sample(conn)
 
 
 def sample(conn: psycopg.Connection) -> Sample:

@@ -168,7 +168,9 @@ CASES: dict[str, Case] = {
         paused=True,
     ),
     "open_queues": Case(
-        lambda s: queue_control_sql.open_queues(None), _plain(QUEUE_DUE), paused=True
+        lambda s: queue_control_sql.open_queues(None),
+        _plain(f"{QUEUE_DUE}|{QUEUE_CLAIM}"),
+        paused=True,
     ),
     "due_by_queue": Case(lambda s: reads_sql.due_by_queue(), _plain(QUEUE_DUE)),
     # The flow claim's reads (claim_by_ids above claims what they admit).
