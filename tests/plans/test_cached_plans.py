@@ -20,15 +20,16 @@ from tests.plans.bench import PlanBench
 from tests.plans.conftest import PlansDatabase
 from tests.plans.explain import Plan
 from tests.plans.guards import GUARDED_TABLES, guarded_indexes, outline
-from tests.plans.table import CHORD, analyse, fill, make_copies
-from tests.plans.test_statement_plans import (
-    CASES,
+from tests.plans.names import (
     CLAIM_PLAIN,
     LEASE_SECONDS,
     PKEY,
     QUEUE_CLAIM,
     RUNNING,
+    claim_batch_of_queues,
+    enqueue_plain,
 )
+from tests.plans.table import CHORD, analyse, fill, make_copies
 
 # PL/pgSQL plans a statement afresh (a custom plan) at each of its first five executions in a
 # session; from the sixth it may keep a generic one (PostgreSQL's plan cache).
@@ -116,7 +117,7 @@ def test_claim_of_several_queues_is_planned_at_every_execution(plans_db: PlansDa
         with bench.rolled_back():
             for _ in range(CUSTOM_PLANS + 2):
                 with _undone(bench):
-                    claimed, plans = bench.run(CASES["claim_batch_of_queues"].make(bench.sample))
+                    claimed, plans = bench.run(claim_batch_of_queues(bench.sample))
                 assert len(claimed) == CLAIM_LIMIT
                 assert not plans[-1].is_generic(), outline(plans[-1])
                 assert guarded_indexes(plans[-1]) == {CLAIM_PLAIN, PKEY}, outline(plans[-1])
@@ -212,9 +213,7 @@ def test_enqueue_plain_keeps_a_generic_plan_from_its_sixth_call(bench):
     its generic plan for the session; it reads no job row."""
     inserts = []
     for n in range(CUSTOM_PLANS + 2):
-        statement = CASES["enqueue_plain_cached"].make(bench.sample)
-        statement.params["id"] = f"0195f2a0-0000-7000-8000-0000000001{n:02d}"
-        _, plans = bench.run(statement)
+        _, plans = bench.run(enqueue_plain(f"0195f2a0-0000-7000-8000-0000000001{n:02d}"))
         inserts.append(_one(plans, "INSERT INTO leasequeue_job"))
     assert [plan.is_generic() for plan in inserts] == [False] * CUSTOM_PLANS + [True, True]
     for plan in inserts:

@@ -4,7 +4,7 @@ with a busy deployment's statistics (``table.py``): a plan that leaves its index
 job table whole, fails here before it slows a deployment down."""
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -13,26 +13,24 @@ from django_leasequeue.sql import flow as flow_sql
 from django_leasequeue.sql import jobs as jobs_sql
 from django_leasequeue.sql import queue_control as queue_control_sql
 from django_leasequeue.sql import reads as reads_sql
-from django_leasequeue.sql.readers import rows
-from django_leasequeue.sql.statement import Statement, statement
+from django_leasequeue.sql.statement import Statement
 from tests.plans.bench import PlanBench
 from tests.plans.explain import Plan
 from tests.plans.guards import GUARDED_TABLES, Reads, check, outline
+from tests.plans.names import (
+    CLAIM_EXPIRING,
+    CLAIM_PLAIN,
+    EXPIRING_HEAD,
+    EXPIRY,
+    LEASE_SECONDS,
+    PKEY,
+    QUEUE_CLAIM,
+    QUEUE_DUE,
+    RUNNING,
+    claim_batch_of_queues,
+    enqueue_plain,
+)
 from tests.plans.table import CHORD, Sample
-
-PKEY = "leasequeue_job_pkey"
-CLAIM_PLAIN = "leasequeue_job_claim_plain"
-CLAIM_EXPIRING = "leasequeue_job_claim_expiring"
-QUEUE_CLAIM = "leasequeue_job_queue_claim"
-QUEUE_DUE = "leasequeue_job_queue_due"
-RUNNING = "leasequeue_job_running"
-EXPIRY = "leasequeue_job_expiry"
-# The head of each priority's jobs with an expiry (`ORDER BY expires_at` from now()) is
-# written for leasequeue_job_claim_expiring; PostgreSQL 15 walks leasequeue_job_expiry from
-# now() instead, filtering on the priority. Either range scan starts at now(): no expired row is
-# read, which is what the two heads are for.
-EXPIRING_HEAD = (EXPIRY,)
-LEASE_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -46,7 +44,6 @@ class Case:
     paused: bool = False  # run while the queue "reports" is paused
     setup: str = ""  # SQL run first, in the same transaction
     rows: bool = True  # whether it acts on (returns) rows in this table
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def _plain(*indexes: str, may: tuple[str, ...] = ()) -> dict[str, Reads]:
@@ -54,7 +51,9 @@ def _plain(*indexes: str, may: tuple[str, ...] = ()) -> dict[str, Reads]:
 
 
 def _claim_by_ids(sample: Sample) -> Statement[Any]:
-    return jobs_sql.claim_by_ids(sample.due, worker_id=sample.worker_id, lease_seconds=30)
+    return jobs_sql.claim_by_ids(
+        sample.due, worker_id=sample.worker_id, lease_seconds=LEASE_SECONDS
+    )
 
 
 def _fenced(builder: Callable[..., Statement[Any]], **params: Any) -> Callable[[Sample], Any]:
@@ -93,26 +92,6 @@ SELECT set_config('leasequeue.completing_steps', 'off', true);
 """
 
 
-def _enqueue_plain(sample: Sample) -> Statement[Any]:
-    return statement(
-        "enqueue_plain_cached",
-        rows,
-        id="0195f2a0-0000-7000-8000-0000000000ff",
-        task_path="app.tasks.send",
-        queue_name="default",
-        priority=0,
-        backend="default",
-        args="[]",
-        kwargs="{}",
-        run_after=None,
-        max_attempts=3,
-        timeout=None,
-        backoff=1.0,
-        expires_after=None,
-        meta="{}",
-    )
-
-
 CASES: dict[str, Case] = {
     # The claim: by id (the wakeup path, and the flow claim), the poll, the oldest job first.
     "claim_by_ids": Case(_claim_by_ids, {_CLAIM_UPDATE: Reads((PKEY,))}),
@@ -135,16 +114,7 @@ CASES: dict[str, Case] = {
         ),
         {_CLAIM_UPDATE: Reads((QUEUE_CLAIM, PKEY))},
     ),
-    "claim_batch_of_queues": Case(
-        lambda s: jobs_sql.claim_batch(
-            ["default", "emails"],
-            10,
-            worker_id=s.worker_id,
-            lease_seconds=LEASE_SECONDS,
-            with_expiring=False,
-        ),
-        _plain(CLAIM_PLAIN, PKEY),
-    ),
+    "claim_batch_of_queues": Case(claim_batch_of_queues, _plain(CLAIM_PLAIN, PKEY)),
     "claim_batch_with_expiring": Case(
         lambda s: jobs_sql.claim_batch(
             None, 10, worker_id=s.worker_id, lease_seconds=LEASE_SECONDS
@@ -250,7 +220,10 @@ CASES: dict[str, Case] = {
         paused=True,
     ),
     # The enqueue of one plain job on a session Django keeps: it reads no job row at all.
-    "enqueue_plain_cached": Case(_enqueue_plain, {"INSERT INTO leasequeue_job": Reads(())}),
+    "enqueue_plain_cached": Case(
+        lambda s: enqueue_plain("0195f2a0-0000-7000-8000-0000000000ff"),
+        {"INSERT INTO leasequeue_job": Reads(())},
+    ),
 }
 
 
