@@ -31,6 +31,10 @@ from tests.plans.names import (
 )
 from tests.plans.table import CHORD, analyse, fill, make_copies
 
+# Marked so that pytest-django sets the test database up even when these run alone: the
+# copies live in it (their own connections, not the test's).
+pytestmark = pytest.mark.django_db
+
 # PL/pgSQL plans a statement afresh (a custom plan) at each of its first five executions in a
 # session; from the sixth it may keep a generic one (PostgreSQL's plan cache).
 CUSTOM_PLANS = 5

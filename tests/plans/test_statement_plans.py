@@ -32,6 +32,10 @@ from tests.plans.names import (
 )
 from tests.plans.table import CHORD, Sample
 
+# Marked so that pytest-django sets the test database up even when these run alone: the
+# copies live in it (their own connections, not the test's).
+pytestmark = pytest.mark.django_db
+
 
 @dataclass(frozen=True)
 class Case:
