@@ -15,6 +15,7 @@ whole table, however busy the window was.
 """
 
 import json
+import math
 import shlex
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -93,7 +94,9 @@ def _values(text: str) -> tuple[Any, ...]:
         literal = json.loads(text)
     except ValueError:
         return (text,)
-    if isinstance(literal, _LITERALS) and literal not in (float("inf"), float("-inf")):
+    if isinstance(literal, float) and not math.isfinite(literal):  # NaN, Infinity: not JSON
+        return (text,)
+    if isinstance(literal, _LITERALS):
         return (literal, text)
     return (text,)
 
