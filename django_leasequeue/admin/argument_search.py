@@ -30,7 +30,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from django_leasequeue.conf import job_database
-from django_leasequeue.sql import argument_search as argument_search_sql
+from django_leasequeue.sql import search_window as search_window_sql
 from django_leasequeue.sql.executor import execute
 
 # The windows searched (``?q_window=``), the first the default.
@@ -41,10 +41,6 @@ WINDOW_PARAMETER = "q_window"
 MAX_ROWS = 50_000
 # JSON literals that also match as themselves, not only as text.
 _LITERALS = (int, float, bool, type(None))
-
-
-class BadArgumentSearch(ValueError):
-    """A search that is not a list of ``name=value`` terms."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,16 +65,17 @@ def is_argument_search(search: str) -> bool:
 
 
 def parse(search: str) -> list[ArgumentTerm]:
-    """The terms of ``user_id=42 email="a b"`` (shell quoting), or a clear error."""
+    """The terms of ``user_id=42 email="a b"`` (shell quoting); ValueError saying why for a
+    search that is not ``name=value`` terms."""
     try:
         words = shlex.split(search)
     except ValueError as exc:
-        raise BadArgumentSearch(_("The search has an unclosed quote: %s.") % exc) from exc
+        raise ValueError(_("The search has an unclosed quote: %s.") % exc) from exc
     terms = []
     for word in words:
         name, equals, text = word.partition("=")
         if not equals or not name:
-            raise BadArgumentSearch(
+            raise ValueError(
                 _(
                     "%(word)r is not name=value: an argument search takes only name=value terms "
                     "(user_id=42 email=a@b.c)."
@@ -132,7 +129,7 @@ def searched_window(window: str, now: datetime) -> SearchedWindow:
     """The window's jobs as a primary-key range: from the least id of its first millisecond,
     or from the ``MAX_ROWS``-th newest job when more were enqueued since."""
     floor = UUID(int=int((now - WINDOWS[window]).timestamp() * 1000) << 80)
-    nth = execute(argument_search_sql.nth_newest_id(floor, MAX_ROWS), job_database())
+    nth = execute(search_window_sql.nth_newest_id(floor, MAX_ROWS), job_database())
     if nth is None:
         return SearchedWindow(window, floor, capped=False)
     return SearchedWindow(window, nth, capped=True)

@@ -30,10 +30,6 @@ MAX_GROUPS = 200
 _SALT = "django_leasequeue.admin.failure_groups"
 
 
-class BadGroupKey(ValueError):
-    """A group key this site did not make, or made for something else."""
-
-
 @dataclass(frozen=True, slots=True)
 class GroupKey:
     """What a group is: its task, its exception class (None: no error recorded) and window."""
@@ -49,16 +45,16 @@ class GroupKey:
 
     @classmethod
     def decode(cls, key: str) -> "GroupKey":
+        """The group a key names; ValueError, saying so, for a key this site did not make."""
         try:
             task_path, exception, since, until = signing.loads(key, salt=_SALT)
-            group = cls(task_path, exception, _moment(since), _moment(until))
+            if not isinstance(task_path, str) or not isinstance(exception, str | None):
+                raise TypeError(task_path, exception)
+            return cls(task_path, exception, _moment(since), _moment(until))
         except (signing.BadSignature, TypeError, ValueError) as exc:
-            raise BadGroupKey(
+            raise ValueError(
                 _("This failure group key is not one the failures page gave.")
             ) from exc
-        if not isinstance(task_path, str) or not isinstance(exception, str | None):
-            raise BadGroupKey(_("This failure group key is not one the failures page gave."))
-        return group
 
     def job_ids(self) -> list[UUID]:
         """Every job of the group as the page showed it that is still failed, in id order."""
@@ -159,5 +155,5 @@ class FailureGroupFilter(admin.SimpleListFilter):
             return queryset
         try:
             return GroupKey.decode(value).filter(queryset)
-        except BadGroupKey:
+        except ValueError:
             return queryset.none()

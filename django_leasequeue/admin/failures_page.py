@@ -26,7 +26,6 @@ from django_leasequeue.admin.failure_groups import (
     DEFAULT_WINDOW,
     MAX_GROUPS,
     WINDOWS,
-    BadGroupKey,
     FailureGroups,
     GroupKey,
     failure_groups,
@@ -109,7 +108,7 @@ def _group_action(model_admin: ModelAdmin, request: HttpRequest) -> HttpResponse
         window = DEFAULT_WINDOW
     try:
         key = GroupKey.decode(request.POST.get("group", ""))
-    except BadGroupKey as exc:
+    except ValueError as exc:
         return HttpResponseBadRequest(str(exc))
     ids = key.job_ids()
     if action.confirm and request.POST.get("post") != "yes":

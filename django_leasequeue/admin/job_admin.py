@@ -212,7 +212,7 @@ class JobAdmin(GuardedModelAdmin):
         if argument_search.is_argument_search(term):
             try:
                 return argument_search.search(queryset, request, term), False
-            except argument_search.BadArgumentSearch as exc:
+            except ValueError as exc:  # not name=value terms: the reason
                 self.message_user(request, str(exc), messages.ERROR)
                 return queryset.none(), False
         try:

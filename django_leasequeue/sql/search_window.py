@@ -1,4 +1,5 @@
-"""The builders of ``argument_search.sql``'s statements: the job list's search by argument."""
+"""The builders of ``search_window.sql``'s statements: where the job list's search by argument
+stops."""
 
 from uuid import UUID
 
