@@ -11,7 +11,7 @@ Arguments have no index (one would slow every enqueue): the search reads a bound
 of the table instead, as a primary-key range, since job ids are time-ordered (``ids.py``): the
 jobs enqueued in the last 24 hours by default, 7 or 30 days on the page's links
 (``?q_window=``), and of those at most the newest ``MAX_ROWS``, so that a search never reads the
-whole table, however busy the window was.
+whole table, however busy the window was. It lists the newest ``MAX_MATCHES`` matches.
 """
 
 import json
@@ -33,12 +33,15 @@ from django_leasequeue.conf import job_database
 from django_leasequeue.sql import search_window as search_window_sql
 from django_leasequeue.sql.executor import execute
 
-# The windows searched (``?q_window=``), the first the default.
+# The windows a search reads (``?q_window=``).
 WINDOWS = {"24h": timedelta(days=1), "7d": timedelta(days=7), "30d": timedelta(days=30)}
 DEFAULT_WINDOW = "24h"
 WINDOW_PARAMETER = "q_window"
-# Most jobs one search reads: the newest of the window (docs/benchmarks.md: under 200 ms).
+# Most jobs one search reads, the newest of its window: bench/failures_search.py times it on
+# a week of 1,000,000 jobs (docs/admin.md).
 MAX_ROWS = 50_000
+# Most matches listed, the newest: the list and its count read them by primary key.
+MAX_MATCHES = 1_000
 # JSON literals that also match as themselves, not only as text.
 _LITERALS = (int, float, bool, type(None))
 
@@ -115,57 +118,68 @@ def bad_window(request: HttpRequest) -> str | None:
     }
 
 
-@dataclass(frozen=True, slots=True)
-class SearchedWindow:
-    """What an argument search reads: the jobs from ``since_id`` on; ``capped`` when that is
-    the ``MAX_ROWS``-th newest job rather than the window's start."""
+@dataclass(slots=True)
+class ArgumentSearch:
+    """One request's argument search: the jobs it reads (from ``since_id`` on; ``rows_capped``
+    when that is the ``MAX_ROWS``-th newest job rather than the window's start), and whether
+    more than ``MAX_MATCHES`` matched (the list then shows the newest ``MAX_MATCHES``). The
+    list's note above the results reads it as the page renders, after the search ran."""
 
     window: str
     since_id: UUID
-    capped: bool
+    rows_capped: bool
+    links: list[dict[str, Any]]
+    max_rows: int
+    max_matches: int
+    matches_capped: bool = False
 
 
-def searched_window(window: str, now: datetime) -> SearchedWindow:
-    """The window's jobs as a primary-key range: from the least id of its first millisecond,
-    or from the ``MAX_ROWS``-th newest job when more were enqueued since."""
-    floor = UUID(int=int((now - WINDOWS[window]).timestamp() * 1000) << 80)
-    nth = execute(search_window_sql.nth_newest_id(floor, MAX_ROWS), job_database())
-    if nth is None:
-        return SearchedWindow(window, floor, capped=False)
-    return SearchedWindow(window, nth, capped=True)
+def _window_start(window: str, now: datetime) -> UUID:
+    """The least job id of the window's first millisecond."""
+    return UUID(int=int((now - WINDOWS[window]).timestamp() * 1000) << 80)
 
 
-def search(queryset: QuerySet, request: HttpRequest, search_text: str) -> QuerySet:
-    """``queryset`` narrowed to the searched window's jobs matching every term."""
-    terms = parse(search_text)
-    matching = queryset.filter(pk__gte=searched(request).since_id)
-    for term in terms:
-        matching = matching.filter(term.condition())
-    return matching
-
-
-def searched(request: HttpRequest) -> SearchedWindow:
-    """The window this request's search reads, found once per request."""
-    found = getattr(request, "_leasequeue_searched_window", None)
+def argument_search(request: HttpRequest) -> ArgumentSearch:
+    """This request's search, its window found once (the ``MAX_ROWS``-th newest id of it)."""
+    found = getattr(request, "_leasequeue_argument_search", None)
     if found is None:
-        found = searched_window(window_of(request), timezone.now())
-        request._leasequeue_searched_window = found  # type: ignore[attr-defined]
+        window = window_of(request)
+        floor = _window_start(window, timezone.now())
+        nth = execute(search_window_sql.nth_newest_id(floor, MAX_ROWS), job_database())
+        found = ArgumentSearch(
+            window,
+            since_id=floor if nth is None else nth,
+            rows_capped=nth is not None,
+            links=widening_links(request, window),
+            max_rows=MAX_ROWS,
+            max_matches=MAX_MATCHES,
+        )
+        request._leasequeue_argument_search = found  # type: ignore[attr-defined]
     return found
 
 
+def search(queryset: QuerySet, request: HttpRequest, search_text: str) -> QuerySet:
+    """``queryset`` narrowed to the newest ``MAX_MATCHES`` of the searched window's jobs that
+    match every term.
+
+    The window is walked once, for the matching ids; the list's page and its count then read
+    those ids by primary key (a count over the terms would walk the window a second time).
+    """
+    terms = parse(search_text)
+    state = argument_search(request)
+    matching = queryset.filter(pk__gte=state.since_id)
+    for term in terms:
+        matching = matching.filter(term.condition())
+    ids = list(matching.order_by("-pk").values_list("pk", flat=True)[: MAX_MATCHES + 1])
+    state.matches_capped = len(ids) > MAX_MATCHES
+    return queryset.filter(pk__in=ids[:MAX_MATCHES])
+
+
 def page_context(request: HttpRequest, search_text: str) -> dict[str, Any]:
-    """What the list shows of an argument search: the window read, the links widening it."""
+    """What the list shows of an argument search: what it read, the links widening it."""
     if not is_argument_search(search_text):
         return {}
-    found = searched(request)
-    return {
-        "argument_search": {
-            "window": found.window,
-            "capped": found.capped,
-            "max_rows": MAX_ROWS,
-            "links": widening_links(request, found.window),
-        }
-    }
+    return {"argument_search": argument_search(request)}
 
 
 def widening_links(request: HttpRequest, window: str) -> list[dict[str, Any]]:
