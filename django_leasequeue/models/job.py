@@ -77,8 +77,10 @@ class Job(models.Model):
     unique_key = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001
     result = TolerantJSONField(null=True, blank=True)
     errors = models.JSONField(db_default=Value([], models.JSONField()), blank=True)
-    # The exception class path of the last error in ``errors``, written with it: the failures
-    # page groups a window's failed jobs by it from an index alone, never reading ``errors``.
+    # The exception class path of the last attempt's error, written beside it by every
+    # statement that records one (fail, the recover sweep, expiry, too many snoozes): the
+    # failures page groups a window's failed jobs by it from an index alone, never reading
+    # ``errors``.
     last_error_class = models.TextField(null=True, blank=True)  # noqa: DJ001 (no error yet)
     progress = models.JSONField(null=True, blank=True)
     checkpoint = TolerantJSONField(null=True, blank=True)
