@@ -7,6 +7,7 @@ database, so it is safe while workers run.
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import batched
 from typing import Any
 from uuid import UUID
 
@@ -167,6 +168,21 @@ def confirmation_page(
     return TemplateResponse(request, "admin/leasequeue/job/action_confirmation.html", context)
 
 
+def run_action_in_batches(
+    model_admin: ModelAdmin, request: HttpRequest, action: JobAction, ids: list[UUID]
+) -> None:
+    """Run ``action`` on any number of jobs (a failure group's), one transaction per batch of
+    ``operations.BATCH_SIZE``, so that no statement holds the locks of them all; each batch's
+    changes recorded in history as it commits, then one message for the whole."""
+    total = operations.ActionReport()
+    for batch in batched(ids, operations.BATCH_SIZE):
+        report = action.run(list(batch), job_database())
+        record_history(request, action, report)
+        total.changed += report.changed
+        total.skipped += report.skipped
+    tell_outcome(model_admin, request, total)
+
+
 def report_outcome(
     model_admin: ModelAdmin,
     request: HttpRequest,
@@ -174,6 +190,14 @@ def report_outcome(
     report: operations.ActionReport,
 ) -> None:
     """Tell the operator what happened, and record it in each changed job's history."""
+    record_history(request, action, report)
+    tell_outcome(model_admin, request, report)
+
+
+def record_history(
+    request: HttpRequest, action: JobAction, report: operations.ActionReport
+) -> None:
+    """A history entry (LogEntry) on each job the action changed (deleted jobs have none)."""
     if report.changed_ids and action.name != "delete":
         LogEntry.objects.log_actions(
             # An admin view's user is a logged-in staff user: its pk is set.
@@ -184,6 +208,12 @@ def report_outcome(
             action_flag=CHANGE,
             change_message=str(action.label),
         )
+
+
+def tell_outcome(
+    model_admin: ModelAdmin, request: HttpRequest, report: operations.ActionReport
+) -> None:
+    """The message of what changed and what was skipped: a warning when anything was skipped."""
     if report.changed_count and not report.skipped_count:
         level = messages.SUCCESS
     else:

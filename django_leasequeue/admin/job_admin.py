@@ -8,7 +8,7 @@ keep changing. Every change goes through ``actions`` (one conditional statement 
 from typing import Any
 from uuid import UUID
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.db.models import Func, Q, QuerySet, TextField
@@ -28,14 +28,16 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
+from django_leasequeue.admin import argument_search, queues, steps
 from django_leasequeue.admin import display as show
-from django_leasequeue.admin import queues, steps
 from django_leasequeue.admin.actions import (
     ACTIONS,
     bulk_action,
     confirmation_page,
     run_action,
 )
+from django_leasequeue.admin.failure_groups import FailureGroupFilter
+from django_leasequeue.admin.failures_page import failures_view
 from django_leasequeue.admin.filters import (
     LeaseFilter,
     QueueFilter,
@@ -86,9 +88,14 @@ class JobAdmin(GuardedModelAdmin):
         LeaseFilter,
         RecentFailureFilter,
         WorkflowFilter,
+        FailureGroupFilter,
+        argument_search.SearchWindowFilter,
     ]
+    # Shows the search box; get_search_results decides what a search reads.
+    search_fields = ["task_path"]
     search_help_text = _(
-        "A job id, a unique key or a worker id (exact), or part of a task path (slower)."
+        "A job id, a unique key or a worker id (exact), or part of a task path (slower); or "
+        "arguments: user_id=42 email=a@b.c (recent jobs holding all of them)."
     )
     # Newest first through the primary key: ids are uuid7, so id order is enqueue order.
     ordering = ["-id"]
@@ -196,11 +203,18 @@ class JobAdmin(GuardedModelAdmin):
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet, search_term: str
     ) -> tuple[QuerySet, bool]:
-        """A job id (the primary key); else a unique key or worker id exactly, or part of a
-        task path. The latter read the whole table when few jobs match (docs/admin.md)."""
+        """Arguments (``name=value`` terms, ``argument_search``); a job id (the primary key);
+        else a unique key or worker id exactly, or part of a task path. The latter read the
+        whole table when few jobs match (docs/admin.md)."""
         term = search_term.strip()
         if not term:
             return queryset, False
+        if argument_search.is_argument_search(term):
+            try:
+                return argument_search.search(queryset, request, term), False
+            except ValueError as exc:  # not name=value terms: the reason
+                self.message_user(request, str(exc), messages.ERROR)
+                return queryset.none(), False
         try:
             return queryset.filter(pk=UUID(term)), False
         except ValueError:
@@ -274,6 +288,8 @@ class JobAdmin(GuardedModelAdmin):
     ) -> HttpResponse:
         if any("\x00" in value for values in request.GET.lists() for value in values[1]):
             return HttpResponseBadRequest(_("A filter value contains a NUL character."))
+        if bad_window := argument_search.bad_window(request):
+            return HttpResponseBadRequest(bad_window)
         database = job_database()
         summary = queues.with_pauses(queue_summary(database, declared_queues()), database)
         for row in summary:
@@ -288,6 +304,7 @@ class JobAdmin(GuardedModelAdmin):
             **queues.pause_form_context(request),
             "flow_partitions": flow_usage.overview(database, queue_limits),
             "queue_limits": flow_usage.queue_limit_rows(queue_limits, database),
+            **argument_search.page_context(request, request.GET.get("q", "").strip()),
         }
         return super().changelist_view(request, {**(extra_context or {}), **context})
 
@@ -503,7 +520,16 @@ class JobAdmin(GuardedModelAdmin):
         def resume_queue(request: HttpRequest) -> HttpResponse:
             return queues.resume_view(request, self._changelist_url())
 
+        @outside_transaction  # a group's action commits batch by batch
+        def failures(request: HttpRequest) -> HttpResponse:
+            return failures_view(self, request)
+
         return [
+            path(
+                "failures/",
+                self.admin_site.admin_view(failures),
+                name="{}_{}_failures".format(*info),
+            ),
             path(
                 "queues/pause/",
                 self.admin_site.admin_view(pause_queue),

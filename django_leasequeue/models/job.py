@@ -77,6 +77,11 @@ class Job(models.Model):
     unique_key = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001
     result = TolerantJSONField(null=True, blank=True)
     errors = models.JSONField(db_default=Value([], models.JSONField()), blank=True)
+    # The exception class path of the last attempt's error, written beside it by every
+    # statement that records one (fail, the recover sweep, expiry, too many snoozes): the
+    # failures page groups a window's failed jobs by it from an index alone, never reading
+    # ``errors``.
+    last_error_class = models.TextField(null=True, blank=True)  # noqa: DJ001 (no error yet)
     progress = models.JSONField(null=True, blank=True)
     checkpoint = TolerantJSONField(null=True, blank=True)
 
@@ -180,6 +185,14 @@ class Job(models.Model):
                 fields=["status", "finished_at"],
                 name="leasequeue_job_finished",
                 condition=models.Q(finished_at__isnull=False),
+            ),
+            # Admin: the failures page groups a window's failed jobs by task and exception class
+            # from this index alone. Failed jobs only: enqueues, claims and heartbeats skip it.
+            models.Index(
+                fields=["finished_at"],
+                include=["task_path", "last_error_class", "id"],
+                name="leasequeue_job_failures",
+                condition=models.Q(status=JobStatus.FAILED),
             ),
             # Admin: per-queue counts of the summary (index-only) and the status/queue filters.
             # Partial: the bulk of the table, succeeded jobs, is listed through the primary key.

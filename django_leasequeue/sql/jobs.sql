@@ -363,6 +363,7 @@ SET status = CASE WHEN cancel_requested THEN 'cancelled'
                        THEN NULL ELSE now() END,
     errors = errors || jsonb_build_array(%(error)s::jsonb || jsonb_build_object(
         'attempt', attempt, 'worker_id', worker_id, 'at', now())),
+    last_error_class = %(error)s::jsonb ->> 'exception_class_path',
     lease_expires_at = NULL
 WHERE id = %(id)s::uuid AND lease_version = %(lease_version)s::integer AND status = 'running'
 RETURNING id, status, run_after, expires_at;
@@ -436,6 +437,7 @@ SET status = CASE WHEN job.cancel_requested THEN 'cancelled'
         'message', format('Lease expired: worker %%s stopped renewing it (last heartbeat %%s).',
                           job.worker_id, job.heartbeat_at),
         'traceback', '')),
+    last_error_class = 'django_leasequeue.exceptions.LeaseExpired',
     lease_expires_at = NULL
 FROM expired
 WHERE job.id = expired.id

@@ -77,7 +77,8 @@ SET status = 'failed',
         'attempt', job.attempt, 'worker_id', NULL, 'at', now(),
         'exception_class_path', 'django_leasequeue.exceptions.JobExpired',
         'message', format('Expired at %%s: not started within its expires_after.', job.expires_at),
-        'traceback', ''))
+        'traceback', '')),
+    last_error_class = 'django_leasequeue.exceptions.JobExpired'
 FROM expired
 WHERE job.id = expired.id
 RETURNING job.id, job.queue_name, job.task_path;
@@ -92,7 +93,8 @@ SET status = 'failed',
         'exception_class_path', 'django_leasequeue.exceptions.JobExpired',
         'message', format('Expired: its next run (%%s) would start after its expiry (%%s).',
                           run_after, expires_at),
-        'traceback', ''))
+        'traceback', '')),
+    last_error_class = 'django_leasequeue.exceptions.JobExpired'
 WHERE id = ANY(%(ids)s::uuid[]) AND status || '' IN ('queued', 'retrying') -- as in claim_by_ids
   AND run_after >= expires_at
 RETURNING id, queue_name, task_path;
@@ -120,6 +122,9 @@ SET status = CASE WHEN cancel_requested THEN 'cancelled'
                                         %(max_snoozes)s::integer),
                       'traceback', ''))
                   ELSE errors END,
+    last_error_class = CASE WHEN NOT cancel_requested AND snoozes >= %(max_snoozes)s::integer
+                            THEN 'django_leasequeue.exceptions.TooManySnoozes'
+                            ELSE last_error_class END,
     lease_expires_at = NULL
 WHERE id = %(id)s::uuid AND lease_version = %(lease_version)s::integer AND status = 'running'
 RETURNING id, status, run_after, expires_at;
