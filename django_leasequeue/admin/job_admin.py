@@ -5,6 +5,7 @@ Job data is read-only here: saving a form would write back a stale copy of a row
 keep changing. Every change goes through ``actions`` (one conditional statement each).
 """
 
+from functools import partial
 from typing import Any
 from uuid import UUID
 
@@ -36,6 +37,7 @@ from django_leasequeue.admin.actions import (
     confirmation_page,
     run_action,
 )
+from django_leasequeue.admin.dashboard_view import dashboard_view
 from django_leasequeue.admin.filters import (
     LeaseFilter,
     QueueFilter,
@@ -504,6 +506,11 @@ class JobAdmin(GuardedModelAdmin):
             return queues.resume_view(request, self._changelist_url())
 
         return [
+            path(
+                "dashboard/",
+                self.admin_site.admin_view(partial(dashboard_view, self)),
+                name="{}_{}_dashboard".format(*info),
+            ),
             path(
                 "queues/pause/",
                 self.admin_site.admin_view(pause_queue),
