@@ -16,8 +16,8 @@ from django.utils.translation import gettext as _
 
 from django_leasequeue.history.series import Point, QueueSeries, Window
 
-WIDTH = 720
-HEIGHT = 130
+WIDTH = 640
+HEIGHT = 150
 LEFT = 56  # the y axis' labels
 BOTTOM = 20  # the x axis' labels
 TOP = 8

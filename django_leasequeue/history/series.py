@@ -47,7 +47,7 @@ class Window:
 WINDOWS = {
     window.name: window
     for window in (
-        Window("1h", seconds=60, points=60, refresh_seconds=15),
+        Window("1h", seconds=60, points=60, refresh_seconds=10),
         Window("24h", seconds=900, points=96, refresh_seconds=60),
         Window("7d", seconds=3600, points=168, refresh_seconds=60),
     )
