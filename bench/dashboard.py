@@ -104,11 +104,11 @@ def rollup_cost() -> None:
         f"{finished:,} finished jobs = {seconds / finished * 1e6:.1f} µs per job finished; "
         f"{rows:,} history rows"
     )
-    # One minute, as a sweep writes it once a minute: the newest minute of the seed, redone.
+    # One minute, as a sweep writes it once a minute: a minute of the seed's newest, redone.
     times = [_one_minute() for _ in range(9)]
     per_minute = _sql(
-        "SELECT count(*) FROM leasequeue_job WHERE finished_at >= now() - interval '25 minutes'"
-        " AND finished_at < now() - interval '24 minutes'"
+        "SELECT count(*) FROM leasequeue_job WHERE finished_at >= now() - interval '40 minutes'"
+        " AND finished_at < now() - interval '39 minutes'"
     )[0][0]
     print(
         f"one minute's rollup (~{per_minute} jobs finished in it, 6 queues): median "
@@ -117,8 +117,8 @@ def rollup_cost() -> None:
 
 
 def _one_minute() -> float:
-    """Redo the rollup of the minute 25 minutes ago (mark put back, its rows deleted)."""
-    [(minute,)] = _sql("SELECT date_trunc('minute', now() - interval '25 minutes')")
+    """Redo the rollup of the minute 40 minutes ago (mark put back, its rows deleted)."""
+    [(minute,)] = _sql("SELECT date_trunc('minute', now() - interval '40 minutes')")
     QueueHistory.objects.filter(start__gte=minute).delete()
     QueueHistoryMark.objects.update(rolled_up_to=minute)
 

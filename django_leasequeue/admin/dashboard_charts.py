@@ -2,16 +2,19 @@
 CDN. Every interval is a point with a ``<title>`` that gives its values (a tooltip, and what a
 screen reader reads); colours only repeat what the legend's labels say, and a line's pattern
 (solid p50, dashed p95) tells the two percentiles apart without them.
+
+A week's page draws thousands of points: the SVG is written as plain strings, every text in it
+escaped once (``escape``), rather than through a template or ``format_html`` per element.
 """
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.utils import formats, timezone
-from django.utils.html import format_html, format_html_join
-from django.utils.safestring import SafeString
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext as _
 
 from django_leasequeue.history.series import Point, QueueSeries, Window
@@ -39,16 +42,29 @@ class Chart:
     legend: Sequence[Line]
 
 
-def queue_charts(series: QueueSeries, window: Window) -> list[Chart]:
-    """A queue's four charts: jobs finished, backlog, pickup latency, run time."""
+def interval_times(window: Window, starts: Sequence[datetime]) -> list[str]:
+    """Each interval's start as the tooltips and axis show it, in the current time zone."""
+    shape = "D H:i" if window.seconds >= 3600 else "H:i"
+    return [formats.date_format(timezone.localtime(start), shape) for start in starts]
+
+
+def queue_charts(series: QueueSeries, window: Window, when: Sequence[str]) -> list[Chart]:
+    """A queue's four charts: jobs finished, backlog, pickup latency, run time. ``when``:
+    ``interval_times`` of the series' points."""
     points = series.points
-    when = [_time(point.t, window) for point in points]
     succeeded = Line(_("succeeded"), "lq-succeeded", [p.succeeded for p in points])
     failed = Line(_("failed"), "lq-failed", [p.failed for p in points])
     backlog = Line(_("due, not started"), "lq-backlog", [p.backlog for p in points])
-    pickup = _percentiles(points, lambda p: (p.pickup_p50, p.pickup_p95))
-    run = _percentiles(points, lambda p: (p.run_p50, p.run_p95))
-    interval = _interval_words(window)
+    pickup = [
+        Line("p50", "lq-p50", [p.pickup_p50 for p in points]),
+        Line("p95", "lq-p95", [p.pickup_p95 for p in points]),
+    ]
+    run = [
+        Line("p50", "lq-p50", [p.run_p50 for p in points]),
+        Line("p95", "lq-p95", [p.run_p95 for p in points]),
+    ]
+    finished_title = _("%(when)s: %(succeeded)s succeeded, %(failed)s failed")
+    interval = {60: _("minute"), 900: _("15 minutes"), 3600: _("hour")}[window.seconds]
     return [
         Chart(
             _("Jobs finished per %(interval)s") % {"interval": interval},
@@ -56,8 +72,7 @@ def queue_charts(series: QueueSeries, window: Window) -> list[Chart]:
                 series.queue_name,
                 [succeeded, failed],
                 [
-                    _("%(when)s: %(succeeded)s succeeded, %(failed)s failed")
-                    % {"when": t, "succeeded": p.succeeded, "failed": p.failed}
+                    finished_title % {"when": t, "succeeded": p.succeeded, "failed": p.failed}
                     for t, p in zip(when, points, strict=True)
                 ],
                 when,
@@ -69,7 +84,7 @@ def queue_charts(series: QueueSeries, window: Window) -> list[Chart]:
             _bars(
                 series.queue_name,
                 [backlog],
-                [_backlog_title(t, p) for t, p in zip(when, points, strict=True)],
+                _backlog_titles(when, points),
                 when,
                 estimated=[p.backlog_estimated for p in points],
             ),
@@ -88,43 +103,28 @@ def queue_charts(series: QueueSeries, window: Window) -> list[Chart]:
     ]
 
 
-def _percentiles(
-    points: Sequence[Point], values: Callable[[Point], tuple[float | None, float | None]]
-) -> list[Line]:
-    pairs = [values(point) for point in points]
-    return [
-        Line("p50", "lq-p50", [pair[0] for pair in pairs]),
-        Line("p95", "lq-p95", [pair[1] for pair in pairs]),
-    ]
-
-
-def _interval_words(window: Window) -> str:
-    return {60: _("minute"), 900: _("15 minutes"), 3600: _("hour")}[window.seconds]
-
-
-def _time(moment: datetime, window: Window) -> str:
-    local = timezone.localtime(moment)
-    return formats.date_format(local, "D H:i" if window.seconds >= 3600 else "H:i")
-
-
-def _backlog_title(when: str, point: Point) -> str:
-    if point.backlog is None:
-        return _("%(when)s: backlog not measured (no worker ran)") % {"when": when}
-    if point.backlog_estimated:
-        return _("%(when)s: about %(count)s due, not started (estimated)") % {
-            "when": when,
-            "count": f"{point.backlog:,}",
-        }
-    return _("%(when)s: %(count)s due, not started") % {"when": when, "count": f"{point.backlog:,}"}
+def _backlog_titles(when: Sequence[str], points: Sequence[Point]) -> list[str]:
+    unmeasured = _("%(when)s: backlog not measured (no worker ran)")
+    estimated = _("%(when)s: about %(count)s due, not started (estimated)")
+    exact = _("%(when)s: %(count)s due, not started")
+    titles = []
+    for t, point in zip(when, points, strict=True):
+        if point.backlog is None:
+            titles.append(unmeasured % {"when": t})
+        else:
+            shape = estimated if point.backlog_estimated else exact
+            titles.append(shape % {"when": t, "count": f"{point.backlog:,}"})
+    return titles
 
 
 def _latency_titles(when: Sequence[str], lines: Sequence[Line]) -> list[str]:
     p50, p95 = lines
+    nothing = _("%(when)s: nothing")
+    both = _("%(when)s: p50 %(p50)s, p95 %(p95)s")
     return [
-        _("%(when)s: nothing") % {"when": t}
+        nothing % {"when": t}
         if low is None
-        else _("%(when)s: p50 %(p50)s, p95 %(p95)s")
-        % {"when": t, "p50": milliseconds(low), "p95": milliseconds(high)}
+        else both % {"when": t, "p50": milliseconds(low), "p95": milliseconds(high)}
         for t, low, high in zip(when, p50.values, p95.values, strict=True)
     ]
 
@@ -144,50 +144,27 @@ def _scale_top(values: Sequence[float]) -> float:
     if largest <= 0:
         return 1.0
     power = 10 ** math.floor(math.log10(largest))
-    for step in (1, 2, 5, 10):
+    for step in (1, 2, 5):
         if largest <= step * power:
             return float(step * power)
-    raise AssertionError("unreachable: 10 times the power is above the value")
+    return float(10 * power)
 
 
-def _frame(label: str, top_label: str, when: Sequence[str], body: SafeString) -> SafeString:
+def _frame(label: str, top_label: str, when: Sequence[str], body: str) -> SafeString:
     """The SVG around a chart's marks: its axes and their labels."""
     bottom = HEIGHT - BOTTOM
-    return format_html(
-        '<svg xmlns="http://www.w3.org/2000/svg" class="lq-chart-svg" role="group"'
-        ' aria-label="{}" viewBox="0 0 {} {}" width="{}" height="{}">'
-        '<line class="lq-axis" x1="{}" y1="{}" x2="{}" y2="{}"/>'
-        '<line class="lq-axis" x1="{}" y1="{}" x2="{}" y2="{}"/>'
-        '<text class="lq-axis-label" x="{}" y="{}" text-anchor="end">{}</text>'
-        '<text class="lq-axis-label" x="{}" y="{}" text-anchor="end">0</text>'
-        '<text class="lq-axis-label" x="{}" y="{}">{}</text>'
-        '<text class="lq-axis-label" x="{}" y="{}" text-anchor="end">{}</text>'
-        "{}</svg>",
-        label,
-        WIDTH,
-        HEIGHT,
-        WIDTH,
-        HEIGHT,
-        LEFT,
-        TOP,
-        LEFT,
-        bottom,
-        LEFT,
-        bottom,
-        WIDTH,
-        bottom,
-        LEFT - 4,
-        TOP + 8,
-        top_label,
-        LEFT - 4,
-        bottom,
-        LEFT,
-        HEIGHT - 4,
-        when[0],
-        WIDTH,
-        HEIGHT - 4,
-        when[-1],
-        body,
+    return mark_safe(
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="lq-chart-svg" role="group"'
+        f' aria-label="{escape(label)}" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}"'
+        f' height="{HEIGHT}">'
+        f'<line class="lq-axis" x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{bottom}"/>'
+        f'<line class="lq-axis" x1="{LEFT}" y1="{bottom}" x2="{WIDTH}" y2="{bottom}"/>'
+        f'<text class="lq-axis-label" x="{LEFT - 4}" y="{TOP + 8}" text-anchor="end">'
+        f"{escape(top_label)}</text>"
+        f'<text class="lq-axis-label" x="{LEFT - 4}" y="{bottom}" text-anchor="end">0</text>'
+        f'<text class="lq-axis-label" x="{LEFT}" y="{HEIGHT - 4}">{escape(when[0])}</text>'
+        f'<text class="lq-axis-label" x="{WIDTH}" y="{HEIGHT - 4}" text-anchor="end">'
+        f"{escape(when[-1])}</text>{body}</svg>"
     )
 
 
@@ -201,18 +178,18 @@ def _y(value: float, top: float) -> float:
     return HEIGHT - BOTTOM - (HEIGHT - BOTTOM - TOP) * value / top
 
 
-def _hits(titles: Sequence[str]) -> SafeString:
+def _hits(titles: Sequence[str]) -> str:
     """A transparent column per point, the height of the chart, holding its title."""
     count = len(titles)
+    height = HEIGHT - BOTTOM - TOP
     columns = []
     for index, title in enumerate(titles):
         x, width = _slot(index, count)
-        columns.append((f"{x:.1f}", TOP, f"{width:.1f}", HEIGHT - BOTTOM - TOP, title))
-    return format_html_join(
-        "",
-        '<rect class="lq-point" x="{}" y="{}" width="{}" height="{}"><title>{}</title></rect>',
-        columns,
-    )
+        columns.append(
+            f'<rect class="lq-point" x="{x:.1f}" y="{TOP}" width="{width:.1f}"'
+            f' height="{height}"><title>{escape(title)}</title></rect>'
+        )
+    return "".join(columns)
 
 
 def _bars(
@@ -239,21 +216,11 @@ def _bars(
             if estimated and estimated[index]:
                 css += " lq-estimated"
             marks.append(
-                (
-                    css,
-                    f"{x + width * 0.1:.1f}",
-                    f"{y_top:.1f}",
-                    f"{width * 0.8:.1f}",
-                    f"{y_base - y_top:.1f}",
-                )
+                f'<rect class="lq-bar {css}" x="{x + width * 0.1:.1f}" y="{y_top:.1f}"'
+                f' width="{width * 0.8:.1f}" height="{y_base - y_top:.1f}"/>'
             )
             base += value
-    body = format_html_join(
-        "",
-        '<rect class="lq-bar {}" x="{}" y="{}" width="{}" height="{}"/>',
-        marks,
-    )
-    return _frame(queue, f"{top:,.0f}", when, format_html("{}{}", body, _hits(titles)))
+    return _frame(queue, f"{top:,.0f}", when, "".join(marks) + _hits(titles))
 
 
 def _lines(
@@ -262,27 +229,20 @@ def _lines(
     """Lines broken where a point has no value, a dot on each point that has one."""
     count = len(titles)
     top = _scale_top([value for line in lines for value in line.values if value is not None])
-    paths = []
-    dots = []
+    marks = []
     for line in lines:
-        runs: list[list[tuple[float, float]]] = [[]]
+        runs: list[list[str]] = [[]]
         for index, value in enumerate(line.values):
             if value is None:
                 runs.append([])
                 continue
             x, width = _slot(index, count)
-            point = (x + width / 2, _y(value, top))
-            runs[-1].append(point)
-            dots.append((line.css_class, f"{point[0]:.1f}", f"{point[1]:.1f}"))
-        commands = " ".join(
-            "M" + " L".join(f"{x:.1f},{y:.1f}" for x, y in run) for run in runs if run
-        )
+            cx, cy = x + width / 2, _y(value, top)
+            runs[-1].append(f"{cx:.1f},{cy:.1f}")
+            marks.append(
+                f'<circle class="lq-dot {line.css_class}" cx="{cx:.1f}" cy="{cy:.1f}" r="2"/>'
+            )
+        commands = " ".join("M" + " L".join(run) for run in runs if run)
         if commands:
-            paths.append((line.css_class, commands))
-    body = format_html(
-        "{}{}{}",
-        format_html_join("", '<path class="lq-line {}" d="{}"/>', paths),
-        format_html_join("", '<circle class="lq-dot {}" cx="{}" cy="{}" r="2"/>', dots),
-        _hits(titles),
-    )
-    return _frame(queue, milliseconds(top), when, body)
+            marks.insert(0, f'<path class="lq-line {line.css_class}" d="{commands}"/>')
+    return _frame(queue, milliseconds(top), when, "".join(marks) + _hits(titles))

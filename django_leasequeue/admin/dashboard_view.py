@@ -14,7 +14,7 @@ from django.http import (
 from django.template.response import TemplateResponse
 from django.utils.translation import gettext as _
 
-from django_leasequeue.admin.dashboard_charts import queue_charts
+from django_leasequeue.admin.dashboard_charts import interval_times, queue_charts
 from django_leasequeue.conf import job_database
 from django_leasequeue.history.series import DEFAULT_WINDOW, WINDOWS, dashboard
 from django_leasequeue.queue_summary import declared_queues
@@ -51,6 +51,7 @@ def dashboard_view(model_admin: ModelAdmin, request: HttpRequest) -> HttpRespons
     history = dashboard(window, job_database(), declared_queues())
     if answer == "json":
         return JsonResponse(history.as_json())
+    when = interval_times(window, window.starts(history.now))
     context = {
         **model_admin.admin_site.each_context(request),
         "opts": model_admin.model._meta,
@@ -60,7 +61,9 @@ def dashboard_view(model_admin: ModelAdmin, request: HttpRequest) -> HttpRespons
             (choice, "" if choice == DEFAULT_WINDOW else f"?window={choice}") for choice in WINDOWS
         ],
         "json_query": f"?window={window.name}&format=json",
-        "queues": [(series.queue_name, queue_charts(series, window)) for series in history.queues],
+        "queues": [
+            (series.queue_name, queue_charts(series, window, when)) for series in history.queues
+        ],
         "now": history.now,
     }
     return TemplateResponse(request, TEMPLATE, context)

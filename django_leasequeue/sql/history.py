@@ -1,8 +1,7 @@
 """The builders of ``history.sql``'s statements: the queues' history, rolled up by the workers'
 sweep (runtime/history_rollup.py) and read by the dashboard (history/series.py)."""
 
-import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -56,11 +55,17 @@ class DueBacklog:
     estimated: bool
 
 
-def _histogram(value: str | dict[str, int]) -> dict[int, int]:
-    """A histogram's JSON (text on Django's connection, which leaves jsonb undecoded for its
-    JSONField; decoded on a worker's) with integer buckets."""
-    decoded = json.loads(value) if isinstance(value, str) else value
-    return {int(bucket): int(count) for bucket, count in decoded.items()}
+def _histogram(buckets: list[int], counts: list[int]) -> dict[int, int]:
+    return dict(zip(buckets, counts, strict=True))
+
+
+def _array(values: Iterable[int]) -> str:
+    """An integer array's text, as PostgreSQL reads it ('{3,5}')."""
+    return "{" + ",".join(map(str, values)) + "}"
+
+
+def _counts(histogram: dict[int, int]) -> list[int]:
+    return [histogram[bucket] for bucket in sorted(histogram)]
 
 
 def _slices(rows: list[Row]) -> list[HistorySlice]:
@@ -70,8 +75,8 @@ def _slices(rows: list[Row]) -> list[HistorySlice]:
             start=row["start"],
             succeeded=row["succeeded"],
             failed=row["failed"],
-            pickup_histogram=_histogram(row["pickup_histogram"]),
-            run_histogram=_histogram(row["run_histogram"]),
+            pickup_histogram=_histogram(row["pickup_buckets"], row["pickup_counts"]),
+            run_histogram=_histogram(row["run_buckets"], row["run_counts"]),
             backlog=row.get("backlog"),
             backlog_estimated=bool(row.get("backlog_estimated")),
             measured_at=row["start"] if row.get("backlog") is not None else None,
@@ -144,8 +149,10 @@ def store_history_minutes(
         queue_names=[minute.queue_name for minute in minutes],
         succeeded=[minute.succeeded for minute in minutes],
         failed=[minute.failed for minute in minutes],
-        pickup_histograms=[json.dumps(minute.pickup_histogram) for minute in minutes],
-        run_histograms=[json.dumps(minute.run_histogram) for minute in minutes],
+        pickup_buckets=[_array(sorted(minute.pickup_histogram)) for minute in minutes],
+        pickup_counts=[_array(_counts(minute.pickup_histogram)) for minute in minutes],
+        run_buckets=[_array(sorted(minute.run_histogram)) for minute in minutes],
+        run_counts=[_array(_counts(minute.run_histogram)) for minute in minutes],
         backlogs=[minute.backlog for minute in minutes],
         backlogs_estimated=[minute.backlog_estimated for minute in minutes],
         until=until,

@@ -1,7 +1,8 @@
 -- The queues' history (leasequeue_queue_history): minutes rolled up from the job table by the
 -- workers' recover sweep, merged into 15-minute and hourly spans, read by the admin's dashboard.
 --
--- A latency is kept as a histogram, {bucket: count}: bucket 0 holds what took less than
+-- A latency is kept as a histogram, two integer arrays of one length (the buckets in increasing
+-- order, and their counts): bucket 0 holds what took less than
 -- %(base_ms)s ms, bucket k >= 1 [base * 2^((k-1)/steps), base * 2^(k/steps)) ms, the last one
 -- everything above (history/buckets.py). Histograms merge exactly, percentiles would not.
 
@@ -83,16 +84,20 @@ WITH finished AS (
     GROUP BY queue_name, minute, kind, bucket
 ), histograms AS (
     SELECT queue_name, minute,
-           jsonb_object_agg(bucket, n) FILTER (WHERE kind = 'pickup') AS pickup_histogram,
-           jsonb_object_agg(bucket, n) FILTER (WHERE kind = 'run') AS run_histogram
+           array_agg(bucket ORDER BY bucket) FILTER (WHERE kind = 'pickup') AS pickup_buckets,
+           array_agg(n::integer ORDER BY bucket) FILTER (WHERE kind = 'pickup') AS pickup_counts,
+           array_agg(bucket ORDER BY bucket) FILTER (WHERE kind = 'run') AS run_buckets,
+           array_agg(n::integer ORDER BY bucket) FILTER (WHERE kind = 'run') AS run_counts
     FROM bucketed
     GROUP BY queue_name, minute
 )
 SELECT queue_name, minute AS start,
        coalesce(counts.succeeded, 0)::integer AS succeeded,
        coalesce(counts.failed, 0)::integer AS failed,
-       coalesce(histograms.pickup_histogram, '{}') AS pickup_histogram,
-       coalesce(histograms.run_histogram, '{}') AS run_histogram
+       coalesce(histograms.pickup_buckets, '{}') AS pickup_buckets,
+       coalesce(histograms.pickup_counts, '{}') AS pickup_counts,
+       coalesce(histograms.run_buckets, '{}') AS run_buckets,
+       coalesce(histograms.run_counts, '{}') AS run_counts
 FROM counts
 FULL JOIN histograms USING (queue_name, minute)
 ORDER BY start, queue_name;
@@ -194,18 +199,21 @@ ORDER BY capped.queue_name;
 -- name: store_history_minutes
 -- Write rolled-up minutes (a minute already written stays as it is: concurrent sweeps count it once) and move the mark forward to %(until)s.
 WITH stored AS (
+    -- Each histogram's arrays come as text ('{3,5}'): arrays of different lengths cannot
+    -- form one two-dimensional parameter.
     INSERT INTO leasequeue_queue_history (seconds, start, queue_name, succeeded, failed,
-                                          pickup_histogram, run_histogram, backlog,
-                                          backlog_estimated)
+                                          pickup_buckets, pickup_counts, run_buckets,
+                                          run_counts, backlog, backlog_estimated)
     SELECT 60, minute.start, minute.queue_name, minute.succeeded, minute.failed,
-           minute.pickup_histogram::jsonb, minute.run_histogram::jsonb, minute.backlog,
+           minute.pickup_buckets::integer[], minute.pickup_counts::integer[],
+           minute.run_buckets::integer[], minute.run_counts::integer[], minute.backlog,
            minute.backlog_estimated
     FROM unnest(%(starts)s::timestamptz[], %(queue_names)s::text[], %(succeeded)s::integer[],
-                %(failed)s::integer[], %(pickup_histograms)s::text[],
-                %(run_histograms)s::text[], %(backlogs)s::bigint[],
+                %(failed)s::integer[], %(pickup_buckets)s::text[], %(pickup_counts)s::text[],
+                %(run_buckets)s::text[], %(run_counts)s::text[], %(backlogs)s::bigint[],
                 %(backlogs_estimated)s::boolean[])
-         AS minute(start, queue_name, succeeded, failed, pickup_histogram, run_histogram,
-                   backlog, backlog_estimated)
+         AS minute(start, queue_name, succeeded, failed, pickup_buckets, pickup_counts,
+                   run_buckets, run_counts, backlog, backlog_estimated)
     ON CONFLICT (seconds, start, queue_name) DO NOTHING
     RETURNING 1
 ), marked AS (
@@ -231,8 +239,8 @@ WITH spans AS (
            to_timestamp(floor(extract(epoch FROM history.start) / spans.seconds) * spans.seconds)
                AS span_start,
            history.start, history.queue_name, history.succeeded, history.failed,
-           history.pickup_histogram, history.run_histogram, history.backlog,
-           history.backlog_estimated
+           history.pickup_buckets, history.pickup_counts, history.run_buckets,
+           history.run_counts, history.backlog, history.backlog_estimated
     FROM spans
     JOIN leasequeue_queue_history AS history
       ON history.seconds = 60
@@ -254,27 +262,30 @@ WITH spans AS (
     GROUP BY minutes.seconds, minutes.span_start, minutes.queue_name, measured.at
 ), entries AS (
     SELECT minutes.seconds, minutes.span_start, minutes.queue_name, 'pickup' AS kind,
-           entry.key AS bucket, sum(entry.value::bigint) AS n
-    FROM minutes, jsonb_each_text(minutes.pickup_histogram) AS entry
+           entry.bucket, sum(entry.n)::integer AS n
+    FROM minutes, unnest(minutes.pickup_buckets, minutes.pickup_counts) AS entry(bucket, n)
     GROUP BY 1, 2, 3, 4, 5
     UNION ALL
     SELECT minutes.seconds, minutes.span_start, minutes.queue_name, 'run',
-           entry.key, sum(entry.value::bigint)
-    FROM minutes, jsonb_each_text(minutes.run_histogram) AS entry
+           entry.bucket, sum(entry.n)::integer
+    FROM minutes, unnest(minutes.run_buckets, minutes.run_counts) AS entry(bucket, n)
     GROUP BY 1, 2, 3, 4, 5
 ), histograms AS (
     SELECT seconds, span_start, queue_name,
-           jsonb_object_agg(bucket, n) FILTER (WHERE kind = 'pickup') AS pickup_histogram,
-           jsonb_object_agg(bucket, n) FILTER (WHERE kind = 'run') AS run_histogram
+           array_agg(bucket ORDER BY bucket) FILTER (WHERE kind = 'pickup') AS pickup_buckets,
+           array_agg(n ORDER BY bucket) FILTER (WHERE kind = 'pickup') AS pickup_counts,
+           array_agg(bucket ORDER BY bucket) FILTER (WHERE kind = 'run') AS run_buckets,
+           array_agg(n ORDER BY bucket) FILTER (WHERE kind = 'run') AS run_counts
     FROM entries
     GROUP BY seconds, span_start, queue_name
 ), stored AS (
     INSERT INTO leasequeue_queue_history (seconds, start, queue_name, succeeded, failed,
-                                          pickup_histogram, run_histogram, backlog,
-                                          backlog_estimated)
+                                          pickup_buckets, pickup_counts, run_buckets,
+                                          run_counts, backlog, backlog_estimated)
     SELECT counts.seconds, counts.span_start, counts.queue_name, counts.succeeded,
-           counts.failed, coalesce(histograms.pickup_histogram, '{}'),
-           coalesce(histograms.run_histogram, '{}'), counts.backlog, counts.backlog_estimated
+           counts.failed, coalesce(histograms.pickup_buckets, '{}'),
+           coalesce(histograms.pickup_counts, '{}'), coalesce(histograms.run_buckets, '{}'),
+           coalesce(histograms.run_counts, '{}'), counts.backlog, counts.backlog_estimated
     FROM counts
     LEFT JOIN histograms USING (seconds, span_start, queue_name)
     ON CONFLICT (seconds, start, queue_name) DO NOTHING
@@ -292,8 +303,8 @@ WHERE id IN (SELECT id FROM leasequeue_queue_history
 
 -- name: history_rows
 -- The dashboard's stored history: rows of %(seconds)s seconds starting in [since, split), minutes in [split, until).
-SELECT seconds, start, queue_name, succeeded, failed, pickup_histogram, run_histogram, backlog,
-       backlog_estimated
+SELECT seconds, start, queue_name, succeeded, failed, pickup_buckets, pickup_counts, run_buckets,
+       run_counts, backlog, backlog_estimated
 FROM leasequeue_queue_history
 WHERE (seconds = %(seconds)s::integer
        AND start >= %(since)s::timestamptz AND start < %(split)s::timestamptz)

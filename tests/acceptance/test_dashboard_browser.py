@@ -65,8 +65,10 @@ def _rolled_up_hour() -> int:
                 queue_name="emails",
                 succeeded=succeeded,
                 failed=(7 + back % 5) if trouble else int(back % 9 == 0),
-                pickup_histogram={str(pickup): succeeded, str(pickup + 8): 3},
-                run_histogram={str(48 + back % 4): succeeded, str(56 + (6 if trouble else 0)): 3},
+                pickup_buckets=[pickup, pickup + 8],
+                pickup_counts=[succeeded, 3],
+                run_buckets=[48 + back % 4, 56 + (6 if trouble else 0)],
+                run_counts=[succeeded, 3],
                 backlog=max(backlog, 0),
             )
         )
