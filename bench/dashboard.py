@@ -94,6 +94,7 @@ def _mark_behind() -> timedelta:
 
 
 def rollup_cost() -> None:
+    _sql("TRUNCATE leasequeue_queue_history, leasequeue_queue_history_mark")
     finished = _sql(
         "SELECT count(*) FROM leasequeue_job WHERE status IN ('succeeded', 'failed', 'cancelled')"
     )[0][0]

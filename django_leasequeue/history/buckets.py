@@ -5,7 +5,9 @@ within 9 % of the latency it stands for, and a minute's histogram holds a dozen-
 """
 
 import math
-from collections.abc import Mapping
+from bisect import bisect_left
+from collections.abc import Mapping, Sequence
+from itertools import accumulate
 
 from django_leasequeue.sql.history import LatencyBuckets
 
@@ -23,21 +25,34 @@ def bucket_ms(bucket: int, buckets: LatencyBuckets = BUCKETS) -> float:
     return buckets.base_ms * 2 ** ((bucket - 0.5) / buckets.steps)
 
 
+def percentiles(
+    histogram: Mapping[int, int], fractions: Sequence[float], buckets: LatencyBuckets = BUCKETS
+) -> list[float | None]:
+    """For each fraction, the latency (ms) below which that fraction of the
+    histogram's samples fall (nearest rank), rounded to three significant figures; None for an
+    empty histogram."""
+    buckets_held = sorted(histogram)
+    cumulative = list(accumulate(map(histogram.__getitem__, buckets_held)))
+    if not cumulative or cumulative[-1] <= 0:
+        return [None for _ in fractions]
+    total = cumulative[-1]
+    return [
+        _three_figures(
+            bucket_ms(
+                buckets_held[bisect_left(cumulative, max(1, math.ceil(fraction * total)))],
+                buckets,
+            )
+        )
+        for fraction in fractions
+    ]
+
+
 def percentile(
     histogram: Mapping[int, int], fraction: float, buckets: LatencyBuckets = BUCKETS
 ) -> float | None:
-    """The latency (ms) below which ``fraction`` of the histogram's samples fall (nearest rank),
-    rounded to three significant figures; None for an empty histogram."""
-    total = sum(histogram.values())
-    if total <= 0:
-        return None
-    rank = max(1, math.ceil(fraction * total))
-    seen = 0
-    for bucket in sorted(histogram):
-        seen += histogram[bucket]
-        if seen >= rank:
-            return _three_figures(bucket_ms(bucket, buckets))
-    raise AssertionError("unreachable: the ranks add up to the total")
+    """``percentiles`` of one fraction."""
+    [value] = percentiles(histogram, [fraction], buckets)
+    return value
 
 
 def _three_figures(value: float) -> float:

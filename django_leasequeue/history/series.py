@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from django_leasequeue.history.buckets import BUCKETS, percentile
+from django_leasequeue.history.buckets import BUCKETS, percentiles
 from django_leasequeue.sql import history as history_sql
 from django_leasequeue.sql.executor import execute
 from django_leasequeue.sql.history import HistorySlice
@@ -67,16 +67,18 @@ class _Interval:
 
     succeeded: int = 0
     failed: int = 0
-    pickup: Counter[int] = field(default_factory=Counter)
-    run: Counter[int] = field(default_factory=Counter)
+    pickups: list[dict[int, int]] = field(default_factory=list)
+    runs: list[dict[int, int]] = field(default_factory=list)
     # The last backlog measured among the interval's parts: (when, count, estimated).
     backlog: tuple[datetime, int, bool] | None = None
 
     def add(self, part: HistorySlice) -> None:
         self.succeeded += part.succeeded
         self.failed += part.failed
-        self.pickup.update(part.pickup_histogram)
-        self.run.update(part.run_histogram)
+        if part.pickup_histogram:
+            self.pickups.append(part.pickup_histogram)
+        if part.run_histogram:
+            self.runs.append(part.run_histogram)
         if (
             part.measured_at is not None
             and part.backlog is not None
@@ -112,26 +114,22 @@ class Dashboard:
 
     def as_json(self) -> dict[str, Any]:
         """The documented JSON (docs/admin.md)."""
+        times = [start.isoformat() for start in self.window.starts(self.now)]
         return {
             "window": self.window.name,
-            "queues": {series.queue_name: _queue_json(series) for series in self.queues},
+            "queues": {series.queue_name: _queue_json(series, times) for series in self.queues},
         }
 
 
-def _queue_json(series: QueueSeries) -> dict[str, list[dict[str, Any]]]:
-    points = series.points
+def _queue_json(series: QueueSeries, times: list[str]) -> dict[str, list[dict[str, Any]]]:
+    points = list(zip(times, series.points, strict=True))
     return {
-        "finished": [
-            {"t": p.t.isoformat(), "succeeded": p.succeeded, "failed": p.failed} for p in points
-        ],
+        "finished": [{"t": t, "succeeded": p.succeeded, "failed": p.failed} for t, p in points],
         "backlog": [
-            {"t": p.t.isoformat(), "count": p.backlog, "estimated": p.backlog_estimated}
-            for p in points
+            {"t": t, "count": p.backlog, "estimated": p.backlog_estimated} for t, p in points
         ],
-        "pickup_ms": [
-            {"t": p.t.isoformat(), "p50": p.pickup_p50, "p95": p.pickup_p95} for p in points
-        ],
-        "run_ms": [{"t": p.t.isoformat(), "p50": p.run_p50, "p95": p.run_p95} for p in points],
+        "pickup_ms": [{"t": t, "p50": p.pickup_p50, "p95": p.pickup_p95} for t, p in points],
+        "run_ms": [{"t": t, "p50": p.run_p50, "p95": p.run_p95} for t, p in points],
     }
 
 
@@ -182,14 +180,14 @@ def dashboard(window: Window, database: str, declared: Iterable[str]) -> Dashboa
         for name in queues
         for start in measured
     ]
-    return Dashboard(window, now, [_series(window, starts, name, parts) for name in queues])
+    return Dashboard(window, now, _series(window, starts, queues, parts))
 
 
 def _series(
-    window: Window, starts: list[datetime], queue_name: str, parts: list[HistorySlice]
-) -> QueueSeries:
+    window: Window, starts: list[datetime], queues: list[str], parts: list[HistorySlice]
+) -> list[QueueSeries]:
     first = starts[0]
-    intervals = [_Interval() for _ in starts]
+    intervals = {name: [_Interval() for _ in starts] for name in queues}
     # When each interval's backlog was measured last, whatever the queue (a queue without a
     # row then had no due job).
     measured: list[datetime | None] = [None] * len(starts)
@@ -201,15 +199,19 @@ def _series(
             latest = measured[index]
             if latest is None or part.measured_at > latest:
                 measured[index] = part.measured_at
-        if part.queue_name == queue_name:
-            intervals[index].add(part)
-    return QueueSeries(
-        queue_name,
-        [
-            _point(start, interval, measured_at)
-            for start, interval, measured_at in zip(starts, intervals, measured, strict=True)
-        ],
-    )
+        intervals[part.queue_name][index].add(part)
+    return [
+        QueueSeries(
+            name,
+            [
+                _point(start, interval, measured_at)
+                for start, interval, measured_at in zip(
+                    starts, intervals[name], measured, strict=True
+                )
+            ],
+        )
+        for name in queues
+    ]
 
 
 def _point(start: datetime, interval: _Interval, measured_at: datetime | None) -> Point:
@@ -219,14 +221,26 @@ def _point(start: datetime, interval: _Interval, measured_at: datetime | None) -
         backlog = 0
         if interval.backlog is not None and interval.backlog[0] == measured_at:
             _, backlog, estimated = interval.backlog
+    pickup_p50, pickup_p95 = percentiles(_merged(interval.pickups), (0.5, 0.95))
+    run_p50, run_p95 = percentiles(_merged(interval.runs), (0.5, 0.95))
     return Point(
         t=start,
         succeeded=interval.succeeded,
         failed=interval.failed,
         backlog=backlog,
         backlog_estimated=estimated,
-        pickup_p50=percentile(interval.pickup, 0.5),
-        pickup_p95=percentile(interval.pickup, 0.95),
-        run_p50=percentile(interval.run, 0.5),
-        run_p95=percentile(interval.run, 0.95),
+        pickup_p50=pickup_p50,
+        pickup_p95=pickup_p95,
+        run_p50=run_p50,
+        run_p95=run_p95,
     )
+
+
+def _merged(histograms: list[dict[int, int]]) -> dict[int, int]:
+    """One histogram of several (most intervals of a day or a week are one stored row)."""
+    if len(histograms) == 1:
+        return histograms[0]
+    merged: Counter[int] = Counter()
+    for histogram in histograms:
+        merged.update(histogram)
+    return merged
