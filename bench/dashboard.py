@@ -14,7 +14,7 @@ Loads ``bench/dashboard_seed.sql`` into its own database (``VACUUM ANALYZE`` aft
 
     createdb -h 127.0.0.1 -U postgres lq_dashboard_bench
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/lq_dashboard_bench \\
-        python bench/dashboard.py [--runs 9] [--rounds 4] [--seconds 5] [--no-seed]
+        python bench/dashboard.py [--runs 15] [--rounds 8] [--seconds 3] [--no-seed]
 """
 
 import argparse
@@ -236,7 +236,8 @@ def enqueue_rates(rounds: int, seconds: float) -> None:
         f"  without the rollup          {low:8.0f}  (rounds: {_listed(without)})\n"
         f"  with a rollup every second  {high:8.0f}  (rounds: {_listed(with_rollup)}; "
         f"{rollups} rollups)\n"
-        f"  difference                  {(high - low) / low * 100:+8.1f} %"
+        f"  difference                  {(high - low) / low * 100:+8.1f} %  (rounds without the "
+        f"rollup spread ±{statistics.stdev(without) / low * 100:.1f} % around their median)"
     )
 
 
@@ -246,9 +247,9 @@ def _listed(rates: list[float]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=9)
-    parser.add_argument("--rounds", type=int, default=4)
-    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--no-seed", action="store_true", help="reuse the seeded database")
     args = parser.parse_args()
     if not args.no_seed:

@@ -4,16 +4,17 @@ screen reader reads); colours only repeat what the legend's labels say, and a li
 (solid p50, dashed p95) tells the two percentiles apart without them.
 
 A week's page draws thousands of points: the SVG is written as plain strings, every text in it
-escaped once (``escape``), rather than through a template or ``format_html`` per element.
+escaped once (the standard library's ``html.escape``, several times faster than Django's),
+rather than through a template or ``format_html`` per element.
 """
 
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from html import escape
 
 from django.utils import formats, timezone
-from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext as _
 
