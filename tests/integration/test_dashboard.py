@@ -91,3 +91,8 @@ def test_a_parameter_the_page_does_not_offer_is_refused(staff_client, query):
 
 def test_the_page_only_answers_gets(staff_client):
     assert staff_client("view_job").post(URL).status_code == 405
+
+
+def test_the_job_list_links_to_the_dashboard(staff_client):
+    page = staff_client("view_job").get(reverse("admin:leasequeue_job_changelist"))
+    assert f'href="{URL}"' in page.content.decode()
