@@ -5,6 +5,7 @@ Job data is read-only here: saving a form would write back a stale copy of a row
 keep changing. Every change goes through ``actions`` (one conditional statement each).
 """
 
+from functools import partial
 from typing import Any
 from uuid import UUID
 
@@ -36,6 +37,7 @@ from django_leasequeue.admin.actions import (
     confirmation_page,
     run_action,
 )
+from django_leasequeue.admin.dashboard_view import dashboard_view
 from django_leasequeue.admin.failure_groups import FailureGroupFilter
 from django_leasequeue.admin.failures_page import failures_view
 from django_leasequeue.admin.filters import (
@@ -529,6 +531,11 @@ class JobAdmin(GuardedModelAdmin):
                 "failures/",
                 self.admin_site.admin_view(failures),
                 name="{}_{}_failures".format(*info),
+            ),
+            path(
+                "dashboard/",
+                self.admin_site.admin_view(partial(dashboard_view, self)),
+                name="{}_{}_dashboard".format(*info),
             ),
             path(
                 "queues/pause/",

@@ -12,7 +12,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 from django_leasequeue.conf import BackendConfig
 from django_leasequeue.metrics import counters as metrics
+from django_leasequeue.queue_summary import declared_queues
 from django_leasequeue.runtime.database import Database
+from django_leasequeue.runtime.history_rollup import HistoryRollup
 from django_leasequeue.sql import jobs as jobs_sql
 from django_leasequeue.sql.queue_control import ExpiredJob, expire_doomed, expire_jobs, open_queues
 from django_leasequeue.sql.statement import Row, Statement
@@ -41,15 +43,21 @@ class RecoverSweep:
         # Whether a job with an expiry waited at the last sweep: the claimer's polls then use
         # the claim that reads them too (claim_batch_with_expiring).
         self.expiring_waiting = False
+        # The queues' history for the admin's dashboard, rolled up on this connection.
+        self.history = HistoryRollup(db, declared_queues())
 
     async def run(self) -> None:
         """Sweep now (the expiry of a backlog left by an outage starts at once, beside the
-        claims), then every ``sweep_seconds``."""
+        claims), then every ``sweep_seconds``; each sweep then rolls up the queues' history."""
         while True:
             try:
                 await self.sweep_once()
             except Exception:
                 logger.exception("Recover sweep failed; trying again next interval.")
+            try:
+                await self.history.roll_up()
+            except Exception:
+                logger.exception("Queue history rollup failed; trying again next interval.")
             await asyncio.sleep(self.backend_config.sweep_seconds)
 
     async def sweep_once(self) -> None:
