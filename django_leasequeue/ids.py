@@ -2,11 +2,12 @@
 
 Ids made in one process follow each other in the order they were made, within a millisecond too
 (RFC 9562, section 6.2, monotonic random): the 74 random bits of ids made in the millisecond of
-the ones before are drawn above theirs (each id with room for one step of the first 12 bits),
-and one call's ids are sorted. Jobs enqueued one after another in a test's transaction share
-their ``enqueued_at`` (the transaction's start); their ids still say which came first. The bits
-stay random and spread: the admin's queue summary estimates big counts from how densely ids
-follow each other in their first 64 bits (``reads.sql``, ``queue_summary``).
+the ones before are drawn above theirs (each id with room for one step of the first 12 bits;
+without that room, in the next millisecond), and one call's ids are sorted. Jobs enqueued one
+after another in a test's transaction share their ``enqueued_at`` (the transaction's start);
+their ids still say which came first. The bits stay random and spread: the admin's queue summary
+estimates big counts from how densely ids follow each other in their first 64 bits
+(``reads.sql``, ``queue_summary``).
 """
 
 import os
@@ -30,7 +31,9 @@ def _start(count: int) -> tuple[int, int]:
     if unix_ms > _last_ms:
         return unix_ms, 0
     floor = _last_random + 1  # the same millisecond (or the clock stepped back)
-    if _RANDOM - floor < count:  # used up (thousands of ids in the millisecond): the next one
+    if _RANDOM - floor < count * _STEP:
+        # No room for a step per id (the last id drawn near the top, or a batch of thousands):
+        # the next millisecond, where they spread over all the random bits.
         return _last_ms + 1, 0
     return _last_ms, floor
 
@@ -39,7 +42,7 @@ def _random_bits(count: int, floor: int) -> list[int]:
     """``count`` random 74-bit values at least ``floor`` (above it, within a step per id when
     it is not 0), in increasing order."""
     rand = os.urandom(10 * count)
-    span = _RANDOM - floor if floor == 0 else min(_RANDOM - floor, count * _STEP)
+    span = _RANDOM if floor == 0 else count * _STEP
     if count == 1:
         return [floor + int.from_bytes(rand) % span]
     return sorted(

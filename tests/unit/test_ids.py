@@ -3,6 +3,7 @@
 import time
 import uuid
 
+from django_leasequeue import ids as ids_module
 from django_leasequeue.ids import uuid7, uuid7_strs
 
 
@@ -45,3 +46,19 @@ def test_a_batchs_ids_spread_over_their_first_64_bits():
     ones = [text[:18] for _ in range(1000) for text in uuid7_strs(1)]
     batch = [text[:18] for text in uuid7_strs(500)]
     assert len(set(ones)) > 100 and len(set(batch)) > 100
+
+
+def test_ids_after_one_drawn_near_the_top_of_its_millisecond_take_the_next_one():
+    """Drawn above an id near the top of the random bits, a batch would share one head (its
+    first 64 bits): with no room for a step per id, it takes the next millisecond and spreads."""
+    now_ms = time.time_ns() // 1_000_000
+    # This process's last id: this millisecond, 100 steps below the top.
+    ids_module._last_ms = now_ms
+    ids_module._last_random = (1 << 74) - 100 * (1 << 62)
+    batch = uuid7_strs(500)
+    assert int(batch[0][:8] + batch[0][9:13], 16) > now_ms  # next (or a later) millisecond
+    heads = [text[:18] for text in batch]
+    assert len(set(heads)) > 400
+    ids_module._last_random = (1 << 74) - (1 << 61)  # half a step below the top
+    one = uuid7()
+    assert one.int >> 80 > now_ms
