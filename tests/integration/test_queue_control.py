@@ -462,7 +462,8 @@ def test_a_live_job_among_the_first_1000_walked_is_claimed_past_the_expired_ones
 
 async def test_the_sweep_fails_expired_jobs_with_job_expired_without_an_attempt(backend):
     expired = await sync_to_async(control_tasks.expiring.using(expires_after=0.05).enqueue)(1)
-    live = await sync_to_async(control_tasks.expiring.enqueue)(2)
+    # Live for as long as a loaded machine may take to reach the sweep (its task's 1 s is not).
+    live = await sync_to_async(control_tasks.expiring.using(expires_after=600).enqueue)(2)
     path = "tests.support.tasks.control.expiring"
     before = _counter("leasequeue_jobs_expired_total", "default", path)
     failed_before = _counter("leasequeue_jobs_failed_total", "default", path)
@@ -595,15 +596,21 @@ def test_snooze_takes_seconds_or_a_timedelta_and_refuses_a_negative_one():
 
 
 def test_within_its_period_a_key_returns_the_first_job_whatever_its_status(backend):
-    first = control_tasks.briefly_unique.enqueue(1)
+    # A period no pause of a loaded machine outlasts between the two enqueues.
+    held = control_tasks.briefly_unique.using(unique_for=timedelta(minutes=10))
+    first = held.enqueue(1)
     Job.objects.filter(pk=first.id).update(status="succeeded", finished_at=timezone.now())
-    again = control_tasks.briefly_unique.enqueue(1)
+    again = held.enqueue(1)
     assert again.id == first.id
     assert backend.get_result(again.id).status == "SUCCESSFUL"
+    # Past its period (0.5 s), a finished job holds its key no longer.
+    brief = control_tasks.briefly_unique.enqueue(3)
+    Job.objects.filter(pk=brief.id).update(status="succeeded", finished_at=timezone.now())
     time.sleep(0.6)
-    after = control_tasks.briefly_unique.enqueue(1)
-    assert after.id != first.id
-    assert Job.objects.filter(unique_key="briefly:1").count() == 2
+    after = control_tasks.briefly_unique.enqueue(3)
+    assert after.id != brief.id
+    assert Job.objects.filter(unique_key="briefly:1").count() == 1
+    assert Job.objects.filter(unique_key="briefly:3").count() == 2
 
 
 def test_in_one_batch_a_key_held_for_a_period_is_enqueued_once(backend):
