@@ -144,8 +144,10 @@ def test_within_keeps_looking_for_a_job_another_thread_commits():
     thread = _enqueue_later(0.3, 5)
     started = time.monotonic()
     try:
-        assert_enqueued(tasks.send_welcome, args=[5], within=5)
-        assert time.monotonic() - started < 4
+        # Returns once the job is there, long before the end of a ``within`` that no pause of
+        # a loaded machine outlasts.
+        assert_enqueued(tasks.send_welcome, args=[5], within=60)
+        assert time.monotonic() - started < 20
     finally:
         thread.join()
     with pytest.raises(AssertionError):
@@ -157,7 +159,7 @@ def test_refute_within_fails_when_a_job_appears_meanwhile():
     thread = _enqueue_later(0.2, 9)
     try:
         with pytest.raises(AssertionError):
-            refute_enqueued(tasks.send_welcome, within=5)
+            refute_enqueued(tasks.send_welcome, within=60)  # fails as soon as it is there
     finally:
         thread.join()
     started = time.monotonic()
