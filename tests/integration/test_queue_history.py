@@ -4,6 +4,7 @@ real PostgreSQL, and the dashboard's series read from it and from the job table
 
 import asyncio
 import contextlib
+import time
 from datetime import datetime, timedelta
 
 import pytest
@@ -269,7 +270,10 @@ def test_the_recover_sweep_rolls_the_history_up_on_its_connection(backend):
         async with recover_sweep(backend) as sweep:
             running = asyncio.create_task(sweep.run())
             try:
-                for _ in range(100):
+                # Until the rollup is there: 100 looks of 0.05 s were not always enough for a
+                # sweep a loaded machine paused for seconds.
+                deadline = time.monotonic() + 30
+                while time.monotonic() < deadline:
                     if await asyncio.to_thread(_exists_and_close, rolled_up):
                         break
                     await asyncio.sleep(0.05)
