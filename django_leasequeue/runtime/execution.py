@@ -1,7 +1,6 @@
 """Run one claimed job: resolve its task, check its arguments, call it, classify the outcome."""
 
 import asyncio
-import contextvars
 import functools
 import inspect
 import traceback
@@ -233,7 +232,7 @@ async def _call(
 
 def _in_thread(call: Callable[[], Any], threads: JobThreads) -> Awaitable[Any]:
     """Run ``call`` in ``threads``, in a copy of this context (the job's, for its logs)."""
-    return threads.run(partial(contextvars.copy_context().run, call))
+    return threads.run(call)
 
 
 def _call_in_thread(func: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]) -> Any:
