@@ -1,7 +1,8 @@
 """The systems that bench/peers.py measures, each behind the same small interface.
 
-A system knows how to enqueue the benchmark's three jobs (``noop``, ``write``: one row through
-Django's ORM, ``stamp``: note the start time) one per call and in bulk, which commands start
+A system knows how to enqueue the benchmark's jobs (``noop``, ``write``: one row through
+Django's ORM, ``awrite``: the same written ``async``, where the system has async jobs,
+``stamp``: note the start time) one per call and in bulk, which commands start
 its worker processes, how to count its finished jobs, and how to empty its tables between runs.
 Every PostgreSQL-backed system keeps its own tables in the benchmark database; Celery keeps its
 queue in its own Redis database.
@@ -21,7 +22,7 @@ from pathlib import Path
 import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
-KINDS = ("noop", "write", "stamp")
+KINDS = ("noop", "write", "awrite", "stamp")
 PGQ_SCHEMA = "lqpeers_pgq"
 
 
@@ -45,6 +46,7 @@ class System:
     modules: tuple[str, ...] = ()  # importable modules the system needs
     burst = True  # its workers can run what is queued, then exit
     tables: tuple[str, ...] = ()  # its PostgreSQL tables (emptied by reset, analyzed)
+    kinds: tuple[str, ...] = KINDS  # the jobs it has (Celery has no async ones)
 
     def __init__(self, bench: Bench) -> None:
         self.bench = bench
@@ -119,7 +121,12 @@ class LeaseQueue(System):
     def setup(self) -> None:
         from bench import tasks
 
-        self.tasks = {"noop": tasks.anoop, "write": tasks.write_row, "stamp": tasks.stamp}
+        self.tasks = {
+            "noop": tasks.anoop,
+            "write": tasks.write_row,
+            "awrite": tasks.awrite_row,
+            "stamp": tasks.stamp,
+        }
 
     def version(self) -> str:
         commit = subprocess.run(
@@ -165,7 +172,8 @@ class LeaseQueue(System):
     def settings(self) -> dict:
         return {
             "worker": "manage.py runworkers --processes P --concurrency C (--burst for drains)",
-            "tasks": "async no-op and stamp; sync write (C threads per process)",
+            "tasks": "async no-op and stamp; sync write (C threads per process); async write "
+            "(the ORM's acreate)",
             "wake-ups": "Redis",
         }
 
@@ -177,7 +185,7 @@ class PgQueuer(System):
     tables = tuple(
         f"{PGQ_SCHEMA}.{table}" for table in ("pgqueuer", "pgqueuer_log", "pgqueuer_statistics")
     )
-    entrypoints = {"noop": "noop", "write": "write_row", "stamp": "stamp"}
+    entrypoints = {"noop": "noop", "write": "write_row", "awrite": "awrite_row", "stamp": "stamp"}
 
     def setup(self) -> None:
         """An asyncpg connection on a uvloop loop kept for the run; PgQueuer's schema."""
@@ -246,7 +254,8 @@ class PgQueuer(System):
             "max_concurrent_tasks": self.max_concurrent_tasks(),
             "driver": "asyncpg, one connection per process, uvloop",
             "listen_notify": True,
-            "tasks": "async no-op and stamp; write via asyncio.to_thread (C threads)",
+            "tasks": "async no-op and stamp; write via asyncio.to_thread (C threads); async "
+            "write (the ORM's acreate)",
         }
 
 
@@ -264,7 +273,12 @@ class Procrastinate(System):
     def setup(self) -> None:
         from bench.peer_apps import procrastinate_jobs as jobs
 
-        self.tasks = {"noop": jobs.noop, "write": jobs.write_row, "stamp": jobs.stamp}
+        self.tasks = {
+            "noop": jobs.noop,
+            "write": jobs.write_row,
+            "awrite": jobs.awrite_row,
+            "stamp": jobs.stamp,
+        }
 
     def enqueue_each(self, kind: str, numbers: Sequence[int]) -> None:
         task = self.tasks[kind]
@@ -297,7 +311,8 @@ class Procrastinate(System):
             "connector": "Django integration: defers on Django's connection, workers on "
             "a psycopg pool",
             "listen_notify": True,
-            "tasks": "async no-op and stamp; sync write (in a thread)",
+            "tasks": "async no-op and stamp; sync write (in a thread); async write (the ORM's "
+            "acreate)",
         }
 
 
@@ -306,6 +321,7 @@ class Celery(System):
     distribution = "celery"
     modules = ("celery", "kombu")
     burst = False
+    kinds = ("noop", "write", "stamp")
 
     def setup(self) -> None:
         from bench.peer_apps import celery_app

@@ -1,19 +1,23 @@
 """django-leasequeue beside PgQueuer, Procrastinate and Celery, measured in one run.
 
     pip install -e '.[bench]'
-    python bench/peers.py [--jobs 5000] [--processes 2] [--concurrency 10] [--repeats 3]
+    python bench/peers.py [--jobs 30000] [--processes 2] [--concurrency 10] [--repeats 3]
 
-Every system runs the same jobs with P worker processes x C slots, and is measured four ways:
+Every system runs the same jobs with P worker processes x C slots, and is measured five ways:
 
 1. N no-op jobs enqueued one per call (each call its own transaction), then drained: the
    enqueue rate, and the drain rate from the moment the workers start until all are done;
 2. the same, enqueued with each system's bulk call;
 3. N sync jobs that each insert one row through Django's ORM, drained;
-4. pickup latency of idle workers: one job at a time, from the commit of its enqueue (or
+4. the same job written ``async`` (the ORM's ``acreate``), drained, where a system has async
+   jobs (not Celery); beside 3, what a sync job costs the workers over an async one;
+5. pickup latency of idle workers: one job at a time, from the commit of its enqueue (or
    Celery's message sent) to the first line of the job, p50/p99.
 
 Drains are also reported without the workers' start-up (first finished job to the last), as
-start-up (Python imports, Django, connections) is a large part of a drain of a few thousand jobs.
+start-up (Python imports, Django, connections) is a large part of a short drain. The default of
+30,000 jobs makes each drain last several seconds: over 5,000 (about 2 s a drain) the same pair
+of runs spread from 0.51 to 1.08 (issue 39), measuring start-up and noise.
 A system whose package is missing is skipped. Everything runs in its own database (lq_peers,
 created when missing; each system keeps its own tables) and Redis database 13 for Celery.
 Prints a table and the ratios ours/PgQueuer, and writes bench/results/peers.json.
@@ -89,6 +93,15 @@ CAVEATS = [
 ]
 
 
+#: label: (job kind, enqueued in bulk) of each drain, in the order they run.
+DRAIN_LABELS = {
+    "single": ("noop", False),
+    "bulk": ("noop", True),
+    "write": ("write", True),
+    "awrite": ("awrite", True),
+}
+
+
 class DrainFailed(Exception):
     """A drain that did not finish every job once: reported, and left out of the medians."""
 
@@ -105,15 +118,16 @@ class Drain:
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--jobs", type=int, default=5000)
+    parser.add_argument("--jobs", type=int, default=30000)
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--concurrency", type=int, default=10)
     parser.add_argument("--pickup-samples", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=3, help="runs of each figure (median)")
     parser.add_argument(
         "--figures",
-        default="single,bulk,write",
-        help="comma-separated drains to run: single (enqueue 1/call), bulk, write",
+        default="single,bulk,write,awrite",
+        help="comma-separated drains to run: single (enqueue 1/call), bulk, write (sync), "
+        "awrite (the write job written async)",
     )
     parser.add_argument("--no-pickup", action="store_true", help="leave out pickup latency")
     parser.add_argument(
@@ -273,7 +287,7 @@ def measure_drain(
     finally:
         stop_workers(workers, wait_for_exit=system.burst)
     drain_costs = meter.stop()
-    if kind == "write":
+    if kind in ("write", "awrite"):
         check_rows(system, jobs)
     steady = (jobs - first_count) / (last - first) if last > first else float("nan")
     return Drain(
@@ -359,7 +373,12 @@ def run_all(systems: list[System], args: argparse.Namespace, logs: Path, meter: 
     """Every figure for every system, figure by figure (so a noisy minute hits all systems
     of a figure alike), ``--repeats`` times; returns the raw runs per system."""
     runs = {
-        s.name: {"single": [], "bulk": [], "write": [], "pickup": [], "failed": [], "idle": []}
+        s.name: {
+            **{label: [] for label in DRAIN_LABELS},
+            "pickup": [],
+            "failed": [],
+            "idle": [],
+        }
         for s in systems
     }
     for repeat in range(args.repeats):
@@ -367,14 +386,12 @@ def run_all(systems: list[System], args: argparse.Namespace, logs: Path, meter: 
             idle = measure_idle(system, logs, meter)
             if idle is not None:
                 runs[system.name]["idle"].append(idle)
-        for label, kind, bulk in (
-            ("single", "noop", False),
-            ("bulk", "noop", True),
-            ("write", "write", True),
-        ):
+        for label, (kind, bulk) in DRAIN_LABELS.items():
             if label not in args.figures.split(","):
                 continue
             for system in systems:
+                if kind not in system.kinds:
+                    continue
                 step = f"[{repeat + 1}/{args.repeats}] {system.name} {label}"
                 try:
                     drain = measure_drain(system, kind, args.jobs, bulk, logs, meter)
@@ -419,10 +436,12 @@ def figures(run: dict) -> dict[str, float]:
         "bulk_enqueue": med(("bulk",), "enqueue"),
         "drain_bulk": med(("bulk",), "from_start"),
         "drain_write": med(("write",), "from_start"),
+        "drain_awrite": med(("awrite",), "from_start"),
         "steady_single": med(("single",), "steady"),
         "steady_bulk": med(("bulk",), "steady"),
         "steady_write": med(("write",), "steady"),
-        "startup_s": med(("single", "bulk", "write"), "startup"),
+        "steady_awrite": med(("awrite",), "steady"),
+        "startup_s": med(tuple(DRAIN_LABELS), "startup"),
         "pickup_p50_ms": q[49],
         "pickup_p99_ms": q[98],
     }
@@ -435,6 +454,7 @@ MAIN_COLUMNS = [
     ("bulk_enqueue", "enqueue bulk", "{:,.0f}"),
     ("drain_bulk", "drain (bulk)", "{:,.0f}"),
     ("drain_write", "drain (write)", "{:,.0f}"),
+    ("drain_awrite", "drain (async write)", "{:,.0f}"),
     ("pickup_p50_ms", "pickup p50 ms", "{:.2f}"),
     ("pickup_p99_ms", "pickup p99 ms", "{:.2f}"),
 ]
@@ -443,6 +463,7 @@ STEADY_COLUMNS = [
     ("steady_single", "drain (1/call)", "{:,.0f}"),
     ("steady_bulk", "drain (bulk)", "{:,.0f}"),
     ("steady_write", "drain (write)", "{:,.0f}"),
+    ("steady_awrite", "drain (async write)", "{:,.0f}"),
 ]
 
 
@@ -464,6 +485,7 @@ COST_LABELS = {
     "single": "no-op jobs enqueued one per call",
     "bulk": "no-op jobs enqueued in bulk",
     "write": "write jobs enqueued in bulk",
+    "awrite": "write jobs written async, enqueued in bulk",
 }
 
 
@@ -474,6 +496,19 @@ def median_costs(costs: list[Costs]) -> Costs:
         measured = [getattr(c, key) for c in costs if getattr(c, key) is not None]
         values[key] = statistics.median(measured) if measured else None
     return Costs(**values)
+
+
+def sync_over_async(run: dict, jobs: int) -> float | None:
+    """Worker CPU a job of the sync write drain over the async one's (start-up left out when
+    an empty drain was measured); None without both."""
+    cpu = {}
+    for label in ("write", "awrite"):
+        rows = dict(cost_rows(run, label, jobs))
+        costs = rows.get("drain less start-up") or rows.get("drain")
+        if costs is None or not costs.worker_cpu_us:
+            return None
+        cpu[label] = costs.worker_cpu_us
+    return cpu["write"] / cpu["awrite"]
 
 
 def cost_rows(run: dict, label: str, jobs: int) -> list[tuple[str, Costs]]:
@@ -554,6 +589,13 @@ def print_report(systems: list[System], runs: dict, results: dict[str, dict], jo
         if any(runs[s.name][label] for s in systems):
             print(f"\nper job, {what} (medians; bench/peer_costs.py says how each is read):")
             print(cost_table(systems, runs, label, jobs))
+    for system in systems:
+        ratio = sync_over_async(runs[system.name], jobs)
+        if ratio is not None:
+            print(
+                f"\n{system.name}: worker CPU of a sync write job / the same job written async "
+                f"(drain less start-up, medians): {ratio:.2f}"
+            )
     failed = [(s.name, f) for s in systems for f in runs[s.name]["failed"]]
     if failed:
         print("\nfailed drains (left out of the medians):")
@@ -604,9 +646,9 @@ def write_results(bench, args, systems, skipped, runs, results) -> None:
                 "figures": no_nan(results[s.name]),
                 "failed_drains": runs[s.name]["failed"],
                 "drains": {
-                    label: [asdict(d) for d in runs[s.name][label]]
-                    for label in ("single", "bulk", "write")
+                    label: [asdict(d) for d in runs[s.name][label]] for label in DRAIN_LABELS
                 },
+                "sync_over_async_write_worker_cpu": sync_over_async(runs[s.name], args.jobs),
                 "pickup_ms": [round(ms, 3) for ms in runs[s.name]["pickup"]],
                 "idle_drain_costs": [asdict(c) for c in runs[s.name]["idle"]],
                 "costs_per_job": {

@@ -1,7 +1,8 @@
 """No-op tasks: the benchmark measures the queue, not the work.
 
-``write_row`` and ``stamp`` are the peer benchmark's (bench/peers.py): one database write, and a
-note of when a job started. ``soak_work`` is the soak's (bench/soak.py).
+``write_row``, ``awrite_row`` and ``stamp`` are the peer benchmark's (bench/peers.py): one
+database write (a sync task, and the same written ``async``), and a note of when a job started.
+``soak_work`` is the soak's (bench/soak.py).
 """
 
 import os
@@ -26,6 +27,11 @@ def noop(n):
 @task
 def write_row(n):
     common.write_row(n)
+
+
+@task
+async def awrite_row(n):
+    await common.awrite_row(n)
 
 
 @task

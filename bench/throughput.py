@@ -11,8 +11,9 @@ latency p50/p99 of idle workers (jobs enqueued one at a time, Redis signals on),
 raw-SQL loop (batch SKIP LOCKED claim + update, no framework) over the same jobs as the drain
 ceiling, with our ratios. Beside each drain figure: the worker CPU (user + system) per job,
 from the rusage of the ``runworkers --burst`` processes, less that of an empty burst (start-up,
-supervisor). Uses its own database (lq_bench); writes bench/results/latest.json and
-docs/img/benchmark.svg.
+supervisor). The async and sync drains run ``--drain-repeats`` times, alternating, and report
+medians, with the sync task's worker CPU over the async one's (target: at most 1.1). Uses its
+own database (lq_bench); writes bench/results/latest.json and docs/img/benchmark.svg.
 """
 
 import argparse
@@ -112,6 +113,21 @@ def measure_drain(
     workers.wait(60)
     cpu = children_cpu() - before - idle_cpu
     return drain_rate(jobs), cpu / jobs
+
+
+def measure_drain_pair(
+    jobs: int, processes: int, concurrency: int, tasks: tuple, idle_cpu: float, repeats: int
+) -> list[tuple[float, float]]:
+    """(median jobs/s, median worker CPU seconds a job) of each task's drain, the tasks taking
+    turns ``repeats`` times, so that a slow minute of a shared machine hits each alike."""
+    runs: list[list[tuple[float, float]]] = [[] for _ in tasks]
+    for _ in range(repeats):
+        for i, task in enumerate(tasks):
+            runs[i].append(measure_drain(jobs, processes, concurrency, task, idle_cpu))
+    return [
+        (statistics.median(r for r, _ in each), statistics.median(c for _, c in each))
+        for each in runs
+    ]
 
 
 def measure_schedule_cost(jobs: int, processes: int, concurrency: int, task, rounds: int) -> None:
@@ -233,6 +249,9 @@ def main() -> None:
     parser.add_argument("--pickup-samples", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=5, help="bulk enqueue runs (median)")
     parser.add_argument(
+        "--drain-repeats", type=int, default=3, help="runs of each drain, alternating (median)"
+    )
+    parser.add_argument(
         "--scale",
         action="store_true",
         help="only the scale figures: drain on a loaded table, one worker's memory over time",
@@ -286,18 +305,20 @@ def main() -> None:
     )
     idle_cpu = min(burst_cpu(p, c) for _ in range(3))
     print(f"runworkers --burst on an empty queue: {idle_cpu:.2f} s CPU", flush=True)
-    drain_async, cpu_async = measure_drain(args.jobs, p, c, anoop, idle_cpu)
+    (drain_async, cpu_async), (drain_sync, cpu_sync) = measure_drain_pair(
+        args.jobs, p, c, (anoop, noop), idle_cpu, args.drain_repeats
+    )
     print(
-        f"drain, async no-op task: {drain_async:,.0f} jobs/s = "
+        f"drain, async no-op task (median of {args.drain_repeats}): {drain_async:,.0f} jobs/s = "
         f"{drain_async / ceiling:.0%} of the raw ceiling; "
         f"worker CPU per job: {cpu_async * 1e6:.0f} µs",
         flush=True,
     )
-    drain_sync, cpu_sync = measure_drain(args.jobs, p, c, noop, idle_cpu)
     print(
-        f"drain, sync no-op task (threads): {drain_sync:,.0f} jobs/s = "
-        f"{drain_sync / ceiling:.0%} of the raw ceiling; "
-        f"worker CPU per job: {cpu_sync * 1e6:.0f} µs",
+        f"drain, sync no-op task (threads, median of {args.drain_repeats}): "
+        f"{drain_sync:,.0f} jobs/s = {drain_sync / ceiling:.0%} of the raw ceiling; "
+        f"worker CPU per job: {cpu_sync * 1e6:.0f} µs, {cpu_sync / cpu_async:.2f}x the async "
+        f"task's",
         flush=True,
     )
     latencies = measure_pickup(args.pickup_samples, p, c, anoop)
@@ -322,6 +343,8 @@ def main() -> None:
         "pickup_ms": {"p50": q[49], "p99": q[98], "max": max(latencies)},
         # Worker CPU (user + system) per job, less an empty burst's start-up and supervisor.
         "worker_cpu_us_per_job": {"drain_async": cpu_async * 1e6, "drain_sync": cpu_sync * 1e6},
+        "worker_cpu_sync_over_async": cpu_sync / cpu_async,
+        "drain_repeats": args.drain_repeats,
         "idle_burst_cpu_s": idle_cpu,
     }
     RESULTS.parent.mkdir(exist_ok=True)

@@ -17,7 +17,6 @@ worker go on. Each class is imported and instantiated once per process (``load_h
 no hook configured the worker does no per-job work for hooks.
 """
 
-import contextvars
 import functools
 import importlib.util
 import inspect
@@ -224,14 +223,14 @@ async def run_after_finish(
     run_in_thread: Callable[[Callable[[], Any]], Awaitable[Any]],
 ) -> None:
     """Call every hook's ``aafter_finish`` (on the loop) or ``after_finish`` (through
-    ``run_in_thread``: it may block, say on the ORM); a failure is logged, never raised."""
+    ``run_in_thread``, which runs it in a copy of this context: it may block, say on the ORM);
+    a failure is logged, never raised."""
     for path, method, is_async in hooks.after_finish:
         try:
             if is_async:
                 await method(job, outcome)
             else:
-                context = contextvars.copy_context()
-                await run_in_thread(functools.partial(context.run, method, job, outcome))
+                await run_in_thread(functools.partial(method, job, outcome))
         except Exception:
             _log_failure(path, "after_finish", job)
 

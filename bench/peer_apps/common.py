@@ -1,7 +1,9 @@
 """What the jobs of every system share: the one-row write and the pickup-latency stamp.
 
 Every system's write job calls ``write_row`` (Django's ORM, ``bench.PeerRow``), so the write
-costs the same everywhere and the benchmark compares the queues, not the database code.
+costs the same everywhere and the benchmark compares the queues, not the database code; the
+same job written ``async`` (where a system has async jobs) awaits ``awrite_row``, the ORM's
+async form of the same insert.
 """
 
 import os
@@ -33,3 +35,9 @@ def write_row(n: int) -> None:
     from bench.models import PeerRow
 
     PeerRow.objects.create(n=n)
+
+
+async def awrite_row(n: int) -> None:
+    from bench.models import PeerRow
+
+    await PeerRow.objects.acreate(n=n)

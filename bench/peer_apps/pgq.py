@@ -47,6 +47,10 @@ async def create() -> AsyncIterator[PgQueuer]:
     async def write_row(job: Job) -> None:
         await asyncio.to_thread(common.write_row, int(job.payload))
 
+    @pgq.entrypoint("awrite_row")
+    async def awrite_row(job: Job) -> None:
+        await common.awrite_row(int(job.payload))
+
     @pgq.entrypoint("stamp")
     async def stamp(job: Job) -> None:
         common.record_start(int(job.payload))

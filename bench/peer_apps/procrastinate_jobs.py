@@ -2,7 +2,8 @@
 
 Workers: ``python -m django procrastinate worker --concurrency 10`` (listen/notify on, the
 default). The no-op and the stamp are ``async def`` (they run on the worker's loop); the write
-is a sync task, which Procrastinate runs in a thread.
+is a sync task, which Procrastinate runs in a thread; the async write awaits the ORM's async
+insert.
 """
 
 from procrastinate.contrib.django import app
@@ -20,6 +21,11 @@ async def noop(n: int) -> None:
 @app.task(queue=QUEUE)
 def write_row(n: int) -> None:
     common.write_row(n)
+
+
+@app.task(queue=QUEUE)
+async def awrite_row(n: int) -> None:
+    await common.awrite_row(n)
 
 
 @app.task(queue=QUEUE)

@@ -1,7 +1,6 @@
 """Run one claimed job: resolve its task, check its arguments, call it, classify the outcome."""
 
 import asyncio
-import contextvars
 import functools
 import inspect
 import traceback
@@ -9,8 +8,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
-
-from django.db import close_old_connections
 
 from django_leasequeue import jsonargs
 from django_leasequeue.exceptions import (
@@ -22,6 +19,7 @@ from django_leasequeue.exceptions import (
 )
 from django_leasequeue.hooks import acall_wrapped, call_wrapped
 from django_leasequeue.results import task_for_path
+from django_leasequeue.runtime.job_connections import close_old_job_connections
 from django_leasequeue.runtime.threads import JobThreads
 from django_leasequeue.schedules.scheduled_at import call_kwargs
 from django_leasequeue.sql.records import ClaimedJob
@@ -234,13 +232,13 @@ async def _call(
 
 def _in_thread(call: Callable[[], Any], threads: JobThreads) -> Awaitable[Any]:
     """Run ``call`` in ``threads``, in a copy of this context (the job's, for its logs)."""
-    return threads.run(partial(contextvars.copy_context().run, call))
+    return threads.run(call)
 
 
 def _call_in_thread(func: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]) -> Any:
     """Run a sync task with Django's per-request connection handling around it."""
-    close_old_connections()
+    close_old_job_connections()
     try:
         return func(*args, **kwargs)
     finally:
-        close_old_connections()
+        close_old_job_connections()

@@ -9,12 +9,13 @@ the loop is busy are collected together.
 
 import asyncio
 import collections
+import contextvars
 import queue
 import threading
 from collections.abc import Callable
 from typing import Any
 
-_Call = tuple[Callable[[], Any], asyncio.Future]
+_Call = tuple[contextvars.Context, Callable[[], Any], asyncio.Future]
 _STOP = None
 
 
@@ -33,14 +34,15 @@ class JobThreads:
         self._started = False
 
     def run(self, call: Callable[[], Any]) -> asyncio.Future:
-        """Run ``call()`` in a thread; the future gets its value or exception."""
+        """Run ``call()`` in a thread, in a copy of the caller's context (a job's, for its
+        logs); the future gets its value or exception."""
         if not self._started:
             self._loop = asyncio.get_running_loop()
             for thread in self._threads:
                 thread.start()
             self._started = True
         future = self._loop.create_future()
-        self._calls.put((call, future))
+        self._calls.put((contextvars.copy_context(), call, future))
         return future
 
     def shutdown(self) -> None:
@@ -49,13 +51,14 @@ class JobThreads:
             self._calls.put(_STOP)
 
     def _serve(self) -> None:
-        while (item := self._calls.get()) is not _STOP:
-            call, future = item
+        get, results = self._calls.get, self._results
+        while (item := get()) is not _STOP:
+            context, call, future = item
             try:
-                outcome = (future, True, call())
+                outcome = (future, True, context.run(call))
             except BaseException as exc:  # handed to the awaiting coroutine, never lost here
                 outcome = (future, False, exc)
-            self._results.append(outcome)
+            results.append(outcome)
             if not self._wake_pending:
                 self._wake_pending = True
                 self._loop.call_soon_threadsafe(self._deliver)
