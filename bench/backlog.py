@@ -7,7 +7,9 @@ beside PgQueuer, each pair in the same run (issue 39).
 
 For each backlog size and mode, every system in turn: fill its queue with write jobs (bulk
 calls of 5,000), ``ANALYZE``, optionally open the snapshot, start P worker processes x C slots,
-and watch the drain. "Snapshot held" is an idle ``REPEATABLE READ`` transaction (one that has
+and watch the drain. Ours runs as deployed (``runworkers`` without ``--burst``: a burst takes
+no wakeups, so every claim would go through the claim index); ``--poll-only`` adds ours with
+no wakeups at all, the claim of a Redis outage. "Snapshot held" is an idle ``REPEATABLE READ`` transaction (one that has
 read, so its snapshot is taken) open on the job database for the whole drain: a report, a
 ``pg_dump``, a forgotten ``BEGIN``. While it is open, vacuum removes none of the rows that the
 drain makes dead.
@@ -71,7 +73,15 @@ class DrainRun:
     tenths: list[Tenth] = field(default_factory=list)
 
 
-class LeaseQueuePollOnly(peer_systems.LeaseQueue):
+class LeaseQueueServing(peer_systems.LeaseQueue):
+    """Ours as deployed: ``runworkers`` without ``--burst``, stopped once every job is done.
+    A burst takes no wakeups (it polls until nothing is due), so it would measure the claim
+    of a Redis outage; serving workers claim the woken ids by primary key."""
+
+    burst = False
+
+
+class LeaseQueuePollOnly(LeaseQueueServing):
     """Ours with workers that take no wakeups (Redis down, or ``redis_alias`` None): every
     claim goes through the claim index instead of by id."""
 
@@ -342,8 +352,12 @@ def main() -> None:
         os.environ["LQPEERS_REDIS_URL"],
         args.pgqueuer_batch_size,
     )
+    ours = [LeaseQueueServing, *([LeaseQueuePollOnly] if args.poll_only else [])]
+    peer_systems.SYSTEMS = (
+        *ours,
+        *(s for s in peer_systems.SYSTEMS if s is not peer_systems.LeaseQueue),
+    )
     if args.poll_only:
-        peer_systems.SYSTEMS = (*peer_systems.SYSTEMS, LeaseQueuePollOnly)
         args.systems += f",{LeaseQueuePollOnly.name}"
     systems, skipped = peers.choose_systems(bench, args.systems)
     logs = Path(tempfile.mkdtemp(prefix="lqbacklog-logs-"))
