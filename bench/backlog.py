@@ -9,10 +9,10 @@ For each backlog size and mode, every system in turn: fill its queue with write 
 calls of 5,000), ``ANALYZE``, optionally open the snapshot, start P worker processes x C slots,
 and watch the drain. Ours runs as deployed (``runworkers`` without ``--burst``: a burst takes
 no wakeups, so every claim would go through the claim index); ``--poll-only`` adds ours with
-no wakeups at all, the claim of a Redis outage. "Snapshot held" is an idle ``REPEATABLE READ`` transaction (one that has
-read, so its snapshot is taken) open on the job database for the whole drain: a report, a
-``pg_dump``, a forgotten ``BEGIN``. While it is open, vacuum removes none of the rows that the
-drain makes dead.
+no wakeups at all, the claim of a Redis outage. "Snapshot held" is an idle ``REPEATABLE READ``
+transaction (one that has read, so its snapshot is taken) open on the job database for the
+whole drain: a report, a ``pg_dump``, a forgotten ``BEGIN``. While it is open, vacuum removes
+none of the rows that the drain makes dead.
 
 Per tenth of each drain (the time the tenth's last job was counted as done): jobs/s over that
 tenth, the queue table's dead tuples (``pg_stat_user_tables``) and the size of its indexes.
