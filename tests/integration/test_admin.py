@@ -563,7 +563,8 @@ def test_retry_racing_an_enqueue_of_the_same_unique_key_skips_instead_of_errorin
 def test_a_slow_exact_count_is_cancelled_and_estimated(admin_client):
     for i in range(60):
         add.enqueue(i, i)
-    # Each row costs 20 ms to test: counting them all would take 1.2 s, many times the limit (COUNT_TIME_LIMIT_MS).
+    # Each row costs 20 ms to test: counting them all would take 1.2 s, many times the limit
+    # (COUNT_TIME_LIMIT_MS).
     slow = Job.objects.alias(
         slow=RawSQL("pg_sleep(0.02) IS NOT NULL", [], output_field=BooleanField())
     ).filter(slow=True)
