@@ -135,7 +135,9 @@ def test_sigterm_ends_a_run_with_its_teardown_and_a_run_cleans_up_after_a_killed
     stop_after(run.process)
     ready = run.wait_for_its_workers()
     run.process.send_signal(signal.SIGTERM)
-    assert run.process.wait(60) == pytest.ExitCode.INTERRUPTED, run.log()
+    # The teardown (stopping the workers, dropping the database) outlasted 60 s under a CPU hog
+    # on every core; what matters is that it ends, interrupted, with everything cleaned up.
+    assert run.process.wait(180) == pytest.ExitCode.INTERRUPTED, run.log()
     assert "stopped by signal SIGTERM" in run.log()
     assert all(map(_gone, ready["pids"]))
     assert ready["database"] not in _databases()
