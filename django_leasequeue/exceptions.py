@@ -5,6 +5,8 @@ bad value is a ``ValueError``)."""
 
 from datetime import timedelta
 
+from django.core.exceptions import ImproperlyConfigured
+
 from django_leasequeue.duration_rule import to_seconds
 from django_leasequeue.tasks_framework import InvalidTask
 
@@ -164,3 +166,7 @@ class LimitError(LeaseQueueError, ValueError):
 
 class PauseFailed(LeaseQueueError):
     """A pause that could not take the paused-queue table's lock in time; nothing changed."""
+
+
+class MetricsUnavailable(LeaseQueueError, ImproperlyConfigured):
+    """Metrics were asked for, but prometheus-client is not installed."""

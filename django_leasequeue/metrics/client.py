@@ -2,7 +2,7 @@
 
 from types import ModuleType
 
-from django.core.exceptions import ImproperlyConfigured
+from django_leasequeue.exceptions import MetricsUnavailable
 
 try:
     import prometheus_client
@@ -12,10 +12,6 @@ except ImportError:  # the metrics extra is not installed
     # None stands for "not installed"; every user checks for it.
     prometheus_client = None  # type: ignore[assignment]
     multiprocess = None  # type: ignore[assignment]
-
-
-class MetricsUnavailable(ImproperlyConfigured):
-    """Metrics were asked for, but prometheus-client is not installed."""
 
 
 def available() -> bool:

@@ -12,7 +12,8 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
 from django_leasequeue.conf import job_database, lease_queue_backends
-from django_leasequeue.metrics.client import MetricsUnavailable, multiprocess, require
+from django_leasequeue.exceptions import MetricsUnavailable
+from django_leasequeue.metrics.client import multiprocess, require
 from django_leasequeue.metrics.counters import MULTIPROC_DIR
 from django_leasequeue.metrics.gauges import DatabaseCollector
 from django_leasequeue.queue_summary import declared_queues

@@ -126,7 +126,8 @@ sys.modules["prometheus_client"] = None  # ImportError on import
 import django
 django.setup()
 from django_leasequeue.metrics import counters, views
-from django_leasequeue.metrics.client import MetricsUnavailable, require
+from django_leasequeue import MetricsUnavailable
+from django_leasequeue.metrics.client import require
 from django_leasequeue import urls  # the URLconf still loads
 counters.enqueued([("default", "t")])  # counting is a no-op
 counters.started("default", "t", None, None)
