@@ -48,6 +48,14 @@ def test_a_transactional_test_keeps_the_access_it_asked_for(leasequeue):
     assert leasequeue.drain().succeeded == 2
 
 
+async def test_an_async_test_gets_a_flushed_database_not_a_rolled_back_one(leasequeue, request):
+    """Its ORM calls run outside db's transaction: what they commit is flushed after it."""
+    assert "transactional_db" in request.fixturenames
+    assert "db" not in request.fixturenames
+    await tasks.send_welcome.aenqueue(3)
+    assert (await leasequeue.adrain()).succeeded == 1
+
+
 def test_the_package_registers_the_plugin_with_pytest():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert project["entry-points"]["pytest11"] == {"leasequeue": "django_leasequeue.pytest_plugin"}
