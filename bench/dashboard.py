@@ -1,7 +1,8 @@
 """The dashboard's cost (issue 38): its page and JSON on 1,000,000 jobs over 7 days, the history
 rollup's cost per job finished, and enqueue with and without the rollup running, in one run.
 
-Loads ``bench/dashboard_seed.sql`` into its own database (``VACUUM ANALYZE`` after), then
+Loads ``bench/dashboard_seed.sql`` (the jobs of ``bench/week_of_jobs.sql``) into its own
+database (``VACUUM ANALYZE`` after), then
 
 1. rolls the week up as the workers' sweep does after an outage (``HistoryRollup`` batch after
    batch until the mark has caught up): total time and µs per job finished, and one minute's
@@ -46,6 +47,7 @@ from django_leasequeue.models import QueueHistory, QueueHistoryMark  # noqa: E40
 from django_leasequeue.runtime.database import Database  # noqa: E402
 from django_leasequeue.runtime.history_rollup import HistoryRollup  # noqa: E402
 
+WEEK = ROOT / "bench" / "week_of_jobs.sql"
 SEED = ROOT / "bench" / "dashboard_seed.sql"
 DASHBOARD = "/admin/leasequeue/job/dashboard/"
 DECLARED = ("default", "emails", "reports", "high", "low", "billing")
@@ -61,6 +63,7 @@ def seed() -> None:
     call_command("migrate", verbosity=0)
     _sql("TRUNCATE leasequeue_job, leasequeue_queue_history, leasequeue_queue_history_mark CASCADE")
     started = time.perf_counter()
+    _sql(WEEK.read_text())
     _sql(SEED.read_text())
     connection.cursor().execute("VACUUM ANALYZE leasequeue_job")
     print(f"seeded 1,000,000 jobs in {time.perf_counter() - started:.0f} s (VACUUM ANALYZE after)")
