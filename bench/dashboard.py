@@ -42,6 +42,7 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection, connections  # noqa: E402
 from django.test import Client  # noqa: E402
 
+from bench.admin_timing import timed_loads  # noqa: E402
 from bench.tasks import noop  # noqa: E402
 from django_leasequeue.models import QueueHistory, QueueHistoryMark  # noqa: E402
 from django_leasequeue.runtime.database import Database  # noqa: E402
@@ -147,17 +148,6 @@ async def _connected(conn) -> None:
     await conn.execute("SELECT 1")
 
 
-def _timed(client: Client, url: str, runs: int) -> list[float]:
-    client.get(url)  # warm up
-    times = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        response = client.get(url)
-        times.append((time.perf_counter() - started) * 1000)
-        assert response.status_code == 200, (url, response.status_code)
-    return times
-
-
 def pages(runs: int) -> None:
     user, _ = get_user_model().objects.get_or_create(
         username="dashboard-bench", defaults={"is_staff": True, "is_superuser": True}
@@ -173,7 +163,7 @@ def pages(runs: int) -> None:
             for kind, suffix in (("HTML", ""), ("JSON", "&format=json"))
         ],
     ]:
-        times = _timed(client, url, runs)
+        times = timed_loads(client, url, runs).totals
         print(f"  {label:<22} {statistics.median(times):7.1f} {min(times):7.1f} {max(times):7.1f}")
 
 
