@@ -1,7 +1,8 @@
 """The dashboard's cost (issue 38): its page and JSON on 1,000,000 jobs over 7 days, the history
 rollup's cost per job finished, and enqueue with and without the rollup running, in one run.
 
-Loads ``bench/dashboard_seed.sql`` into its own database (``VACUUM ANALYZE`` after), then
+Loads ``bench/dashboard_seed.sql`` (the jobs of ``bench/week_of_jobs.sql``) into its own
+database (``VACUUM ANALYZE`` after), then
 
 1. rolls the week up as the workers' sweep does after an outage (``HistoryRollup`` batch after
    batch until the mark has caught up): total time and µs per job finished, and one minute's
@@ -41,11 +42,13 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection, connections  # noqa: E402
 from django.test import Client  # noqa: E402
 
+from bench.admin_timing import timed_loads  # noqa: E402
 from bench.tasks import noop  # noqa: E402
 from django_leasequeue.models import QueueHistory, QueueHistoryMark  # noqa: E402
 from django_leasequeue.runtime.database import Database  # noqa: E402
 from django_leasequeue.runtime.history_rollup import HistoryRollup  # noqa: E402
 
+WEEK = ROOT / "bench" / "week_of_jobs.sql"
 SEED = ROOT / "bench" / "dashboard_seed.sql"
 DASHBOARD = "/admin/leasequeue/job/dashboard/"
 DECLARED = ("default", "emails", "reports", "high", "low", "billing")
@@ -61,6 +64,7 @@ def seed() -> None:
     call_command("migrate", verbosity=0)
     _sql("TRUNCATE leasequeue_job, leasequeue_queue_history, leasequeue_queue_history_mark CASCADE")
     started = time.perf_counter()
+    _sql(WEEK.read_text())
     _sql(SEED.read_text())
     connection.cursor().execute("VACUUM ANALYZE leasequeue_job")
     print(f"seeded 1,000,000 jobs in {time.perf_counter() - started:.0f} s (VACUUM ANALYZE after)")
@@ -144,17 +148,6 @@ async def _connected(conn) -> None:
     await conn.execute("SELECT 1")
 
 
-def _timed(client: Client, url: str, runs: int) -> list[float]:
-    client.get(url)  # warm up
-    times = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        response = client.get(url)
-        times.append((time.perf_counter() - started) * 1000)
-        assert response.status_code == 200, (url, response.status_code)
-    return times
-
-
 def pages(runs: int) -> None:
     user, _ = get_user_model().objects.get_or_create(
         username="dashboard-bench", defaults={"is_staff": True, "is_superuser": True}
@@ -170,7 +163,7 @@ def pages(runs: int) -> None:
             for kind, suffix in (("HTML", ""), ("JSON", "&format=json"))
         ],
     ]:
-        times = _timed(client, url, runs)
+        times = timed_loads(client, url, runs).totals
         print(f"  {label:<22} {statistics.median(times):7.1f} {min(times):7.1f} {max(times):7.1f}")
 
 

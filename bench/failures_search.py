@@ -37,8 +37,9 @@ setup_database()
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
-from django.test.utils import CaptureQueriesContext, setup_test_environment  # noqa: E402
+from django.test.utils import setup_test_environment  # noqa: E402
 
+from bench.admin_timing import explain, print_server_and_load, timed_loads  # noqa: E402
 from bench.tasks import anoop  # noqa: E402
 from django_leasequeue.admin import argument_search  # noqa: E402
 from django_leasequeue.models import Job  # noqa: E402
@@ -86,41 +87,14 @@ def measure_enqueue(jobs: int, repeats: int) -> None:
     print(f"  with / without: {after / before:.1%}")
 
 
-def timed_get(client: Client, url: str, runs: int) -> tuple[list[float], list[float], int]:
-    """Milliseconds per load (whole answer) and of its job-table queries; the status."""
-    client.get(url)  # warm: imports, templates, the plan cache, the buffers
-    totals, queries = [], []
-    status = 0
-    for _ in range(runs):
-        with CaptureQueriesContext(connection) as captured:
-            began = time.perf_counter()
-            response = client.get(url)
-            totals.append((time.perf_counter() - began) * 1000)
-        status = response.status_code
-        queries.append(
-            sum(
-                float(query["time"]) * 1000
-                for query in captured.captured_queries
-                if "leasequeue_job" in query["sql"]
-            )
-        )
-    return totals, queries, status
-
-
 def report(label: str, url: str, client: Client, runs: int) -> None:
-    totals, queries, status = timed_get(client, url, runs)
-    assert status == 200, (url, status)
+    loads = timed_loads(client, url, runs, job_queries=True)
+    totals = loads.totals
     print(
         f"  {label:<34} median {statistics.median(totals):6.1f} ms  "
         f"(fastest {min(totals):6.1f}, slowest {max(totals):6.1f});  "
-        f"job-table queries {statistics.median(queries):6.1f} ms"
+        f"job-table queries {statistics.median(loads.job_queries):6.1f} ms"
     )
-
-
-def explain(sql: str, params: dict | None = None) -> str:
-    with connection.cursor() as cursor:
-        cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, params)
-        return "\n".join("    " + row[0] for row in cursor.fetchall())
 
 
 def main() -> None:
@@ -130,14 +104,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5, help="enqueue runs of each kind")
     parser.add_argument("--no-seed", action="store_true", help="Keep the loaded table.")
     args = parser.parse_args()
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT version()")
-        print(cursor.fetchone()[0])
-    print(
-        "Load average (1, 5, 15 min): {:.1f} {:.1f} {:.1f} on {} cores".format(
-            *os.getloadavg(), os.cpu_count()
-        )
-    )
+    print_server_and_load()
     if not args.no_seed:
         measure_enqueue(args.jobs, args.repeats)
         began = time.monotonic()
@@ -174,7 +141,7 @@ def main() -> None:
 
     statement = failures_sql.failure_groups(window_seconds=7 * 86400, limit=200)
     print("\nThe failures statement, 7d:")
-    print(explain(statement.query.sql, statement.params))
+    print(explain(statement.query.sql, statement.params, indent="    "))
     request = client.get(f"{LIST}?q=user_id%3D42&q_window=7d").wsgi_request
     window = argument_search.argument_search(request)
     [term] = argument_search.parse("user_id=42")

@@ -31,6 +31,7 @@ django.setup()
 
 from django.db import connection  # noqa: E402
 
+from bench.admin_timing import explain, print_server_and_load  # noqa: E402
 from django_leasequeue.sql import reads as reads_sql  # noqa: E402
 
 SEED = ROOT / "bench" / "queue_summary_seed.sql"
@@ -84,12 +85,6 @@ def timed(sql: str, params: dict, runs: int) -> list[float]:
     return times
 
 
-def explain(sql: str, params: dict) -> str:
-    with connection.cursor() as cursor:
-        cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, params)
-        return "\n".join(row[0] for row in cursor.fetchall())
-
-
 def report(label: str, times: list[float]) -> None:
     print(
         f"  {label:<7} median {statistics.median(times):7.1f} ms   "
@@ -136,14 +131,7 @@ def main() -> None:
     parser.add_argument("--no-seed", action="store_true", help="Keep the loaded table.")
     parser.add_argument("-v", action="store_true", help="Also the old statement's plan.")
     args = parser.parse_args()
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT version()")
-        print(cursor.fetchone()[0])
-    print(
-        "Load average (1, 5, 15 min): {:.1f} {:.1f} {:.1f} on {} cores".format(
-            *os.getloadavg(), os.cpu_count()
-        )
-    )
+    print_server_and_load()
     if not args.no_seed:
         began = time.monotonic()
         with connection.cursor() as cursor:

@@ -15,6 +15,7 @@ from django.template.response import TemplateResponse
 from django.utils.translation import gettext as _
 
 from django_leasequeue.admin.dashboard_charts import interval_times, queue_charts
+from django_leasequeue.admin.window_parameter import chosen_window
 from django_leasequeue.conf import job_database
 from django_leasequeue.history.series import DEFAULT_WINDOW, WINDOWS, dashboard
 from django_leasequeue.queue_summary import declared_queues
@@ -35,8 +36,7 @@ def dashboard_view(model_admin: ModelAdmin, request: HttpRequest) -> HttpRespons
             _("The dashboard takes no parameter %(names)s; it takes window and format.")
             % {"names": ", ".join(unknown)}
         )
-    name = request.GET.get("window", DEFAULT_WINDOW)
-    window = WINDOWS.get(name)
+    name, window = chosen_window(request.GET, WINDOWS, DEFAULT_WINDOW)
     if window is None:
         return HttpResponseBadRequest(
             _("No window %(name)r: choose one of %(windows)s.")

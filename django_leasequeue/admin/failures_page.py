@@ -30,6 +30,7 @@ from django_leasequeue.admin.failure_groups import (
     GroupKey,
     failure_groups,
 )
+from django_leasequeue.admin.window_parameter import chosen_window
 
 # The actions a group offers: the list's own, by name.
 GROUP_ACTIONS = ("retry", "delete")
@@ -43,8 +44,8 @@ def failures_view(model_admin: ModelAdmin, request: HttpRequest) -> HttpResponse
         return _group_action(model_admin, request)
     if request.method != "GET":
         return HttpResponseNotAllowed(["GET", "POST"])
-    window = request.GET.get("window", DEFAULT_WINDOW)
-    if window not in WINDOWS:
+    window, span = chosen_window(request.GET, WINDOWS, DEFAULT_WINDOW)
+    if span is None:
         return HttpResponseBadRequest(
             _("Unknown window %(window)r: choose one of %(windows)s.")
             % {"window": window, "windows": ", ".join(WINDOWS)}
@@ -52,7 +53,7 @@ def failures_view(model_admin: ModelAdmin, request: HttpRequest) -> HttpResponse
     answer = request.GET.get("format", "html")
     if answer not in ("html", "json"):
         return HttpResponseBadRequest(_("Unknown format %r: html or json.") % answer)
-    found = failure_groups(WINDOWS[window])
+    found = failure_groups(span)
     if answer == "json":
         return JsonResponse({"groups": [group.as_json() for group in found.groups]})
     return _page(model_admin, request, window, found)
@@ -103,8 +104,8 @@ def _group_action(model_admin: ModelAdmin, request: HttpRequest) -> HttpResponse
     action = ACTIONS[name]
     if not action.allowed(model_admin, request, None):
         raise PermissionDenied
-    window = request.POST.get("window", DEFAULT_WINDOW)
-    if window not in WINDOWS:
+    window, span = chosen_window(request.POST, WINDOWS, DEFAULT_WINDOW)
+    if span is None:
         window = DEFAULT_WINDOW
     try:
         key = GroupKey.decode(request.POST.get("group", ""))
