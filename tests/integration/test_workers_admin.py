@@ -123,7 +123,7 @@ def test_summary_estimates_a_count_over_the_cap_from_index_probes(backend):
     (256 of the 500) and extrapolates each slice's density; ids spread evenly, so it lands
     close (a 35% margin is more than five standard deviations of this estimator)."""
     backend.enqueue_many([(add, (i, 1), {}) for i in range(500)])
-    statement = reads_sql.queue_summary(exact_up_to=10, slices=16, per_slice=16)
+    statement = reads_sql.queue_summary(exact_up_to=10, slices=16, per_probe=16)
     [row] = execute(statement)
     assert row["estimated"] == ["queued"]
     assert 325 <= row["queued"] <= 675
