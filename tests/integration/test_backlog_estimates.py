@@ -61,6 +61,11 @@ def _twenty_bursts(rng: random.Random) -> list[uuid.UUID]:
     return _bursts(rng, sorted(rng.sample(range(_HOUR_MS), 20)), 500)
 
 
+def _straggler_then_burst(rng: random.Random) -> list[uuid.UUID]:
+    """One job left waiting, and an hour later a bulk enqueue: the burst is one slice's."""
+    return _bursts(rng, [0], 1) + _bursts(rng, [_HOUR_MS], 2_600)
+
+
 def _steady(rng: random.Random) -> list[uuid.UUID]:
     """50,000 jobs enqueued one by one over an hour."""
     return [
@@ -74,6 +79,7 @@ LAYOUTS: dict[str, Callable[[random.Random], list[uuid.UUID]]] = {
     "4 bursts of 650, 5/300/1,600 ms apart": _four_bursts,
     "20 bursts of 500 over an hour": _twenty_bursts,
     "50,000 steady over an hour": _steady,
+    "1 job, then an hour later a burst of 2,600": _straggler_then_burst,
 }
 
 
