@@ -25,7 +25,10 @@ BEGIN
         ids := ARRAY(SELECT job.id FROM leasequeue_job AS job
                      WHERE job.status = pair_status AND job.queue_name = pair_queue
                        AND job.status <> 'succeeded'
-                       AND job.id >= from_id AND job.id < before_id
+                       AND (job.status, job.queue_name, job.id)
+                           >= (pair_status, pair_queue, from_id)
+                       AND (job.status, job.queue_name, job.id)
+                           < (pair_status, pair_queue, before_id)
                      ORDER BY job.status DESC, job.queue_name DESC, job.id DESC
                      LIMIT entries);
         ids := ARRAY(SELECT id FROM unnest(ids) AS id ORDER BY id);
@@ -33,7 +36,10 @@ BEGIN
         ids := ARRAY(SELECT job.id FROM leasequeue_job AS job
                      WHERE job.status = pair_status AND job.queue_name = pair_queue
                        AND job.status <> 'succeeded'
-                       AND job.id >= from_id AND job.id < before_id
+                       AND (job.status, job.queue_name, job.id)
+                           >= (pair_status, pair_queue, from_id)
+                       AND (job.status, job.queue_name, job.id)
+                           < (pair_status, pair_queue, before_id)
                      ORDER BY job.status, job.queue_name, job.id
                      LIMIT entries);
     END IF;

@@ -12,7 +12,11 @@
 --
 -- Each walk is an ordered index walk with a LIMIT: it reads at most `entries` entries, never a
 -- bitmap of the pair. The plans are cached per connection (generic), with sequential scans
--- off, as the other functions' are.
+-- off, as the other functions' are. The range of ids is written as row comparisons of
+-- (status, queue_name, id), which only the status_queue index can take as its bounds: with
+-- `id >= from_id AND id < before_id`, a generic plan made while the table was small walked
+-- the primary key over the range instead, reading every row of it (other statuses' and
+-- queues' too) from the table, and kept doing so once the backlog had grown.
 
 CREATE OR REPLACE FUNCTION leasequeue_index_probe(pair_status text, pair_queue text,
                                                   from_at bigint, before_at bigint,
@@ -32,7 +36,10 @@ BEGIN
         ids := ARRAY(SELECT job.id FROM leasequeue_job AS job
                      WHERE job.status = pair_status AND job.queue_name = pair_queue
                        AND job.status <> 'succeeded'
-                       AND job.id >= from_id AND job.id < before_id
+                       AND (job.status, job.queue_name, job.id)
+                           >= (pair_status, pair_queue, from_id)
+                       AND (job.status, job.queue_name, job.id)
+                           < (pair_status, pair_queue, before_id)
                      ORDER BY job.status DESC, job.queue_name DESC, job.id DESC
                      LIMIT entries);
         ids := ARRAY(SELECT id FROM unnest(ids) AS id ORDER BY id);
@@ -40,7 +47,10 @@ BEGIN
         ids := ARRAY(SELECT job.id FROM leasequeue_job AS job
                      WHERE job.status = pair_status AND job.queue_name = pair_queue
                        AND job.status <> 'succeeded'
-                       AND job.id >= from_id AND job.id < before_id
+                       AND (job.status, job.queue_name, job.id)
+                           >= (pair_status, pair_queue, from_id)
+                       AND (job.status, job.queue_name, job.id)
+                           < (pair_status, pair_queue, before_id)
                      ORDER BY job.status, job.queue_name, job.id
                      LIMIT entries);
     END IF;
