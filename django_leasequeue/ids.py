@@ -5,9 +5,9 @@ Ids made in one process follow each other in the order they were made, within a 
 the ones before are drawn above theirs (each id with room for one step of the first 12 bits;
 without that room, in the next millisecond), and one call's ids are sorted. Jobs enqueued one
 after another in a test's transaction share their ``enqueued_at`` (the transaction's start);
-their ids still say which came first. The bits stay random and spread: the admin's queue summary
-estimates big counts from how densely ids follow each other in their first 64 bits
-(``reads.sql``, ``queue_summary``).
+their ids still say which came first. The bits stay random and spread: the estimates of big
+counts (``sql/functions/leasequeue_estimate_entries.sql``) read how densely ids follow each
+other, and take the ids of one millisecond for one bulk enqueue's burst.
 """
 
 import os

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django_leasequeue.sql.readers import first, rows
+from django_leasequeue.sql.reads import ESTIMATE_CHAIN, ESTIMATE_PER_PROBE, ESTIMATE_SLICES
 from django_leasequeue.sql.statement import Row, Statement, statement
 
 
@@ -126,15 +127,21 @@ def history_minutes(
 
 
 def due_backlog(
-    *, exact_up_to: int, slices: int = 16, per_slice: int = 32
+    *,
+    exact_up_to: int,
+    slices: int = ESTIMATE_SLICES,
+    per_probe: int = ESTIMATE_PER_PROBE,
+    chain: int = ESTIMATE_CHAIN,
 ) -> Statement[dict[str, DueBacklog]]:
-    """Per queue with due jobs not started: how many, exact up to ``exact_up_to``."""
+    """Per queue with due jobs not started: how many, exact up to ``exact_up_to``, estimated
+    above it as the queue summary's counts are (``reads.ESTIMATE_SLICES``)."""
     return statement(
         "due_backlog",
         _backlogs,
         exact_up_to=exact_up_to,
         slices=slices,
-        per_slice=per_slice,
+        per_probe=per_probe,
+        chain=chain,
     )
 
 

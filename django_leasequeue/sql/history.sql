@@ -122,71 +122,18 @@ WITH RECURSIVE queues AS (
                 ORDER BY job.queue_name, job.run_after
                 LIMIT %(exact_up_to)s::integer + 1) AS due) AS exact
     FROM queues
-), spans AS MATERIALIZED (
-    -- Over the cap: each waiting status's stretch of the status_queue index, as positions (an
-    -- id's first 64 bits; uuid7 ids start with their enqueue time), as the summary reads it.
-    SELECT capped.queue_name, waiting.status, first.pos AS lo, last.pos AS hi
+), estimates AS (
+    -- Over the cap: each waiting status's due entries, estimated from a bounded number of probes
+    -- of the status_queue index (leasequeue_estimate_entries, sql/functions/), as the queue
+    -- summary estimates its counts.
+    SELECT capped.queue_name,
+           sum(leasequeue_estimate_entries(waiting.status, capped.queue_name,
+                                           %(slices)s::integer, %(per_probe)s::integer,
+                                           %(chain)s::integer, true)) AS estimate
     FROM capped
     CROSS JOIN (VALUES ('queued'), ('retrying')) AS waiting(status)
-    CROSS JOIN LATERAL (
-        SELECT ('x' || left(replace(job.id::text, '-', ''), 16))::bit(64)::bigint AS pos
-        FROM leasequeue_job AS job
-        WHERE job.status = waiting.status AND job.queue_name = capped.queue_name
-          AND job.status <> 'succeeded'
-        ORDER BY job.status, job.queue_name, job.id
-        LIMIT 1) AS first
-    CROSS JOIN LATERAL (
-        SELECT ('x' || left(replace(job.id::text, '-', ''), 16))::bit(64)::bigint AS pos
-        FROM leasequeue_job AS job
-        WHERE job.status = waiting.status AND job.queue_name = capped.queue_name
-          AND job.status <> 'succeeded'
-        ORDER BY job.status DESC, job.queue_name DESC, job.id DESC
-        LIMIT 1) AS last
     WHERE capped.exact > %(exact_up_to)s::integer
-), probes AS (
-    -- Equal slices of each stretch, the first few entries of each read: how densely they
-    -- follow each other estimates how many the slice holds, and how many of them are due
-    -- what share of those are.
-    SELECT slices.queue_name, probe.n, probe.due, probe.first_pos, probe.last_pos,
-           slice_last.pos AS end_pos
-    FROM (SELECT spans.queue_name, spans.status,
-                 (spans.lo + (spans.hi::numeric - spans.lo + 1) * slice / %(slices)s::integer)::bigint
-                     AS start_pos,
-                 (spans.lo + (spans.hi::numeric - spans.lo + 1) * (slice + 1) / %(slices)s::integer)::bigint
-                     AS end_pos
-          FROM spans, generate_series(0, %(slices)s::integer - 1) AS slice) AS slices,
-         LATERAL (
-             SELECT count(*) AS n, count(*) FILTER (WHERE run_after <= now()) AS due,
-                    ('x' || left(replace(min(id::text), '-', ''), 16))::bit(64)::bigint AS first_pos,
-                    ('x' || left(replace(max(id::text), '-', ''), 16))::bit(64)::bigint AS last_pos
-             FROM (SELECT job.id, job.run_after
-                   FROM leasequeue_job AS job
-                   WHERE job.status = slices.status AND job.queue_name = slices.queue_name
-                     AND job.status <> 'succeeded'
-                     AND job.id >= (lpad(to_hex(slices.start_pos), 16, '0') || repeat('0', 16))::uuid
-                     AND job.id < (lpad(to_hex(slices.end_pos), 16, '0') || repeat('0', 16))::uuid
-                   ORDER BY job.status, job.queue_name, job.id
-                   LIMIT %(per_slice)s::integer) AS entries
-         ) AS probe,
-         -- The slice's last entry: the density read at its start holds up to there (a burst
-         -- of jobs fills part of a slice, not all of it).
-         LATERAL (
-             SELECT ('x' || left(replace(job.id::text, '-', ''), 16))::bit(64)::bigint AS pos
-             FROM leasequeue_job AS job
-             WHERE job.status = slices.status AND job.queue_name = slices.queue_name
-               AND job.status <> 'succeeded'
-               AND job.id >= (lpad(to_hex(slices.start_pos), 16, '0') || repeat('0', 16))::uuid
-               AND job.id < (lpad(to_hex(slices.end_pos), 16, '0') || repeat('0', 16))::uuid
-             ORDER BY job.status DESC, job.queue_name DESC, job.id DESC
-             LIMIT 1) AS slice_last
-    WHERE probe.n > 0
-), estimates AS (
-    SELECT queue_name,
-           sum(CASE WHEN n >= %(per_slice)s::integer AND last_pos > first_pos
-                    THEN 1 + (n - 1) * (end_pos::numeric - first_pos) / (last_pos - first_pos)
-                    ELSE n END * due / n) AS estimate
-    FROM probes
-    GROUP BY queue_name
+    GROUP BY capped.queue_name
 )
 SELECT capped.queue_name, capped.exact > %(exact_up_to)s::integer AS estimated,
        CASE WHEN capped.exact <= %(exact_up_to)s::integer THEN capped.exact

@@ -50,19 +50,26 @@ def _due_counts(rows: list[Row]) -> dict[str, int]:
 SUMMARY_EXACT_UP_TO = 2000
 
 
-# The estimate: the pair's stretch of the status_queue index cut into this many slices of ids,
-# and the first entries of each read (at most slices x per_slice index entries per count).
-SUMMARY_SLICES = 64
+# The estimate (leasequeue_estimate_entries, sql/functions/): the pair's stretch of the
+# status_queue index cut into this many slices of ids, each read by a chain of at most this
+# many steps of two probes of this many entries (a step per burst of jobs). At most
+# 2 + slices x (chain x 2 x per_probe + 1) index entries per count: 4,114. Shared with the
+# backlog estimate of sql/history.py.
+ESTIMATE_SLICES = 16
 
 
-SUMMARY_PER_SLICE = 32
+ESTIMATE_PER_PROBE = 32
+
+
+ESTIMATE_CHAIN = 4
 
 
 def queue_summary(
     *,
     exact_up_to: int = SUMMARY_EXACT_UP_TO,
-    slices: int = SUMMARY_SLICES,
-    per_slice: int = SUMMARY_PER_SLICE,
+    slices: int = ESTIMATE_SLICES,
+    per_probe: int = ESTIMATE_PER_PROBE,
+    chain: int = ESTIMATE_CHAIN,
 ) -> Statement[list[Row]]:
     """Per queue: queued, running, retrying, failed, ``estimated`` (which of those four are
     estimates: a list of statuses), oldest_due_age, finished_last_minute. Stays fast on any
@@ -72,7 +79,8 @@ def queue_summary(
         rows,
         exact_up_to=exact_up_to,
         slices=slices,
-        per_slice=per_slice,
+        per_probe=per_probe,
+        chain=chain,
     )
 
 

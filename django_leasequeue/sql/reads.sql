@@ -61,61 +61,14 @@ WITH RECURSIVE pairs AS (
                 LIMIT %(exact_up_to)s::integer) AS counted) AS exact
     FROM pairs
     WHERE pairs.status IN ('queued', 'running', 'retrying', 'failed')
-), spans AS MATERIALIZED (
-    -- The pairs over the cap: the first and last id of their stretch of the index, as positions
-    -- (an id's first 64 bits; uuid7 ids start with their enqueue time).
-    SELECT capped.status, capped.queue_name, first.pos AS lo, last.pos AS hi
-    FROM capped,
-         LATERAL (SELECT ('x' || left(replace(job.id::text, '-', ''), 16))::bit(64)::bigint AS pos
-                  FROM leasequeue_job AS job
-                  WHERE job.status = capped.status AND job.queue_name = capped.queue_name
-                    AND job.status <> 'succeeded'
-                  ORDER BY job.status, job.queue_name, job.id
-                  LIMIT 1) AS first,
-         LATERAL (SELECT ('x' || left(replace(job.id::text, '-', ''), 16))::bit(64)::bigint AS pos
-                  FROM leasequeue_job AS job
-                  WHERE job.status = capped.status AND job.queue_name = capped.queue_name
-                    AND job.status <> 'succeeded'
-                  ORDER BY job.status DESC, job.queue_name DESC, job.id DESC
-                  LIMIT 1) AS last
-    WHERE capped.exact >= %(exact_up_to)s::integer
-), probes AS (
-    -- Cut each stretch into equal slices of ids and read the first few index entries of each:
-    -- how densely they follow each other estimates how many the slice holds.
-    SELECT slices.status, slices.queue_name, slices.start_pos, slices.end_pos, probe.n,
-           probe.first_pos, probe.last_pos
-    FROM (SELECT spans.status, spans.queue_name,
-                 (spans.lo + (spans.hi::numeric - spans.lo + 1) * slice / %(slices)s::integer)::bigint
-                     AS start_pos,
-                 (spans.lo + (spans.hi::numeric - spans.lo + 1) * (slice + 1) / %(slices)s::integer)::bigint
-                     AS end_pos
-          FROM spans, generate_series(0, %(slices)s::integer - 1) AS slice) AS slices,
-         LATERAL (
-             SELECT count(*) AS n,
-                    ('x' || left(replace(min(id::text), '-', ''), 16))::bit(64)::bigint AS first_pos,
-                    ('x' || left(replace(max(id::text), '-', ''), 16))::bit(64)::bigint AS last_pos
-             FROM (SELECT job.id
-                   FROM leasequeue_job AS job
-                   WHERE job.status = slices.status AND job.queue_name = slices.queue_name
-                     AND job.status <> 'succeeded'
-                     AND job.id >= (lpad(to_hex(slices.start_pos), 16, '0') || repeat('0', 16))::uuid
-                     AND job.id < (lpad(to_hex(slices.end_pos), 16, '0') || repeat('0', 16))::uuid
-                   ORDER BY job.status, job.queue_name, job.id
-                   LIMIT %(per_slice)s::integer) AS entries
-         ) AS probe
-), estimates AS MATERIALIZED (
-    SELECT status, queue_name,
-           sum(CASE WHEN probe_full AND last_pos > first_pos
-                    THEN (n - 1) * (end_pos::numeric - first_pos) / (last_pos - first_pos)
-                    ELSE n END) AS estimate
-    FROM (SELECT probes.*, n >= %(per_slice)s::integer AS probe_full FROM probes) AS probed
-    GROUP BY status, queue_name
 ), counts AS (
+    -- Over the cap: estimated from a bounded number of index probes (leasequeue_estimate_entries,
+    -- sql/functions/: chains of probes that follow bursts of jobs), as due_backlog estimates.
     SELECT status, queue_name, exact >= %(exact_up_to)s::integer AS estimated,
            CASE WHEN exact < %(exact_up_to)s::integer THEN exact
-                ELSE greatest(exact, (SELECT round(estimate)::bigint FROM estimates
-                                      WHERE estimates.status = capped.status
-                                        AND estimates.queue_name = capped.queue_name)) END AS jobs
+                ELSE greatest(exact, round(leasequeue_estimate_entries(
+                         status, queue_name, %(slices)s::integer, %(per_probe)s::integer,
+                         %(chain)s::integer, false))::bigint) END AS jobs
     FROM capped
 ), due AS (
     SELECT queues.queue_name,

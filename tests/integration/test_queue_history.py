@@ -160,9 +160,7 @@ def test_the_backlog_is_measured_for_the_last_minute_and_estimated_above_the_cap
     now = _now()
     _due("low", 5, since=now - timedelta(minutes=5))
     high = add.using(queue_name="high")
-    # One batch: its ids spread evenly over their millisecond, as the estimate reads them.
-    # Batches with idle time between them leave gaps in the ids that the estimate may count
-    # as jobs (by 30% under a CPU hog), which is no fact about the rollup.
+    # One batch (bursty backlogs are test_backlog_estimates.py's): over the cap, estimated.
     backend.enqueue_many([(high, (n, n), {}) for n in range(2_600)])
     # Not due yet: not backlog.
     _due("other", 7, since=now + timedelta(hours=1))

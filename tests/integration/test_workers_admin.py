@@ -119,11 +119,13 @@ def test_the_admin_marks_estimated_counts(admin_client, backend):
 
 
 def test_summary_estimates_a_count_over_the_cap_from_index_probes(backend):
-    """500 jobs, counted exactly up to 10: the estimate reads 16 slices x 16 index entries
-    (256 of the 500) and extrapolates each slice's density; ids spread evenly, so it lands
-    close (a 35% margin is more than five standard deviations of this estimator)."""
+    """500 jobs, counted exactly up to 10: the estimate cuts their ids into 16 slices and reads
+    each from both ends, 16 index entries a probe (most of the 500 here), extrapolating the
+    density of what it read over the rest; ids spread evenly, so it lands close (a 35% margin
+    is more than five standard deviations of this estimator). Bursty backlogs:
+    test_backlog_estimates.py."""
     backend.enqueue_many([(add, (i, 1), {}) for i in range(500)])
-    statement = reads_sql.queue_summary(exact_up_to=10, slices=16, per_slice=16)
+    statement = reads_sql.queue_summary(exact_up_to=10, slices=16, per_probe=16)
     [row] = execute(statement)
     assert row["estimated"] == ["queued"]
     assert 325 <= row["queued"] <= 675

@@ -14,6 +14,7 @@ CLAIM_EXPIRING = "leasequeue_job_claim_expiring"
 QUEUE_CLAIM = "leasequeue_job_queue_claim"
 QUEUE_DUE = "leasequeue_job_queue_due"
 RUNNING = "leasequeue_job_running"
+STATUS_QUEUE = "leasequeue_job_status_queue"
 EXPIRY = "leasequeue_job_expiry"
 # The head of each priority's jobs with an expiry (`ORDER BY expires_at` from now()) is
 # written for leasequeue_job_claim_expiring; PostgreSQL 15 walks leasequeue_job_expiry from

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from django_leasequeue.sql import flow as flow_sql
+from django_leasequeue.sql import history as history_sql
 from django_leasequeue.sql import jobs as jobs_sql
 from django_leasequeue.sql import queue_control as queue_control_sql
 from django_leasequeue.sql import reads as reads_sql
@@ -27,6 +28,7 @@ from tests.plans.names import (
     QUEUE_CLAIM,
     QUEUE_DUE,
     RUNNING,
+    STATUS_QUEUE,
     claim_batch_of_queues,
     enqueue_plain,
 )
@@ -80,6 +82,13 @@ _COMPLETE_STEPS_READS = {
     _CHILDREN: Reads(("leasequeue_dependency_parent",)),
     _UNSETTLED_PROBE: Reads(("leasequeue_dep_unsettled",)),
 }
+# The probes of leasequeue_index_probe, which the estimates of big counts run (queue_summary,
+# due_backlog): ordered walks of one (status, queue) pair's stretch of ids, and the due share's
+# rows by key.
+_PROBE_FORWARD = "ORDER BY job.status, job.queue_name, job.id LIMIT entries"
+_PROBE_BACKWARD = "ORDER BY job.status DESC, job.queue_name DESC, job.id DESC LIMIT entries"
+_PROBE_DUE = "WHERE job.id = ANY(ids) AND job.run_after <= now()"
+_PROBES = {_PROBE_FORWARD: Reads((STATUS_QUEUE,)), _PROBE_BACKWARD: Reads((STATUS_QUEUE,))}
 # Every other member of the chord done (its books kept as complete_steps keeps them, the
 # trigger told to stand aside), so that completing the ten running ones releases the callback.
 _ALL_BUT_TEN_DONE = f"""
@@ -147,6 +156,12 @@ CASES: dict[str, Case] = {
         paused=True,
     ),
     "due_by_queue": Case(lambda s: reads_sql.due_by_queue(), _plain(QUEUE_DUE)),
+    # The counts over the cap (the 20,000 due jobs of three queues), estimated by probes.
+    "queue_summary": Case(lambda s: reads_sql.queue_summary(), _PROBES),
+    "due_backlog": Case(
+        lambda s: history_sql.due_backlog(exact_up_to=2_000),
+        {**_PROBES, _PROBE_DUE: Reads((PKEY,))},
+    ),
     # The flow claim's reads (claim_by_ids above claims what they admit).
     "flow_candidates": Case(
         lambda s: flow_sql.flow_candidates(None, after="", partitions=10, per_partition=2),

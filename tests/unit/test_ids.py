@@ -36,8 +36,9 @@ def test_ids_made_one_after_another_follow_each_other_within_a_millisecond():
 
 
 def test_a_batchs_ids_spread_over_their_first_64_bits():
-    """The queue summary estimates a big count from how densely ids follow each other in their
-    first 64 bits (reads.sql, queue_summary): one bulk enqueue's ids must not share them."""
+    """The estimates of big counts read how densely ids follow each other, and one
+    millisecond's ids as one bulk enqueue's burst (leasequeue_estimate_entries): one bulk
+    enqueue's ids must spread over their millisecond, not share their first 64 bits."""
     time.sleep(0.002)  # a millisecond of their own
     heads = [text[:18] for text in uuid7_strs(500)]
     assert heads == sorted(heads)
