@@ -97,7 +97,9 @@ def test_a_full_postgresql_restart_mid_run_loses_nothing(start_workers, own_post
     )
     assert failed.returncode == 3, failed.stdout + failed.stderr
     assert "django.db.utils.OperationalError" in failed.stdout
-    assert "Connection refused" in failed.stdout
+    # Refused, or closed as it opened: what libpq says depends on where the stop was when
+    # the connection came (under a CPU hog, "server closed the connection unexpectedly").
+    assert "connection failed" in failed.stdout
     assert time.monotonic() - started < 30
     wakeups = redis.Redis.from_url(settings.REDIS_URL)
     assert not wakeups.keys(f"{down_prefix}:*")
