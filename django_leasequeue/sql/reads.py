@@ -53,7 +53,7 @@ SUMMARY_EXACT_UP_TO = 2000
 # The estimate (leasequeue_estimate_entries, sql/functions/): the pair's stretch of the
 # status_queue index cut into this many slices of ids, each read by a chain of at most this
 # many steps of two probes of this many entries (a step per burst of jobs). At most
-# 2 + slices x (chain x 2 x per_probe + 1) index entries per count: 4,114. Shared with the
+# 2 + slices x (chain x 2 x per_probe + 2) index entries per count: 4,130. Shared with the
 # backlog estimate of sql/history.py.
 ESTIMATE_SLICES = 16
 
