@@ -32,21 +32,16 @@ def ensure(extras: str = "test", django: str | None = None) -> Path:
         venv.create(home, with_pip=True)
     series = [] if django is None else [f"django~={django}.0"]
     print(f"Installing django-leasequeue[{extras}] {' '.join(series)} into {home} ...", flush=True)
+    env = {**os.environ, "PIP_PROGRESS_BAR": "off", "VIRTUAL_ENV": str(home)}
+    # uv resolves and installs in about 15 s what pip took 60 s (and 47 s of CPU) for; it comes
+    # from PyPI into the environment itself, so nothing outside the checkout changes. Compiled
+    # to bytecode at install, as pip does: with PYTHONDONTWRITEBYTECODE set (as on some CI
+    # machines), every process of the suite would otherwise compile Django afresh.
+    pip = [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    subprocess.run([*pip, "uv"], cwd=ROOT, check=True, env=env)
+    uv = [home / "bin" / "uv", "pip", "install", "--quiet", "--python", python]
     subprocess.run(
-        [
-            python,
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            "-e",
-            f".[{extras}]",
-            *series,
-        ],
-        cwd=ROOT,
-        check=True,
-        env={**os.environ, "PIP_PROGRESS_BAR": "off"},
+        [*uv, "--compile-bytecode", "-e", f".[{extras}]", *series], cwd=ROOT, check=True, env=env
     )
     stamp.write_text(wanted)
     return python

@@ -6,13 +6,11 @@ with idle time between them, and steady traffic. Seeded: the same ids at every r
 import random
 import uuid
 from collections.abc import Callable
-from datetime import timedelta
 
 import pytest
-from django.utils import timezone
+from django.db import connection
 
 from django_leasequeue.history.series import BACKLOG_EXACT_UP_TO
-from django_leasequeue.models import Job
 from django_leasequeue.sql import history as history_sql
 from django_leasequeue.sql import reads as reads_sql
 from django_leasequeue.sql.executor import execute
@@ -84,20 +82,16 @@ LAYOUTS: dict[str, Callable[[random.Random], list[uuid.UUID]]] = {
 
 
 def _queued(queue: str, ids: list[uuid.UUID]) -> None:
-    due = timezone.now() - timedelta(minutes=1)
-    Job.objects.bulk_create(
-        (
-            Job(
-                id=job_id,
-                task_path="tests.support.tasks.basic.add",
-                queue_name=queue,
-                status="queued",
-                run_after=due,
-            )
-            for job_id in ids
-        ),
-        batch_size=5_000,
-    )
+    """Due jobs with these ids, in one statement: the ORM's ``bulk_create`` took 38 s for 50,000
+    rows on Django 5.2 (7 s on 6.x)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """INSERT INTO leasequeue_job (id, task_path, queue_name, args, kwargs, run_after)
+            SELECT id, 'tests.support.tasks.basic.add', %s, '[]', '{}',
+                   statement_timestamp() - interval '1 minute'
+            FROM unnest(%s::uuid[]) AS id""",
+            [queue, ids],
+        )
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
