@@ -8,7 +8,7 @@ from django_redis import get_redis_connection
 from django_leasequeue.tasks_framework import task_backends
 from tests.support.permissions import APP_LABELS
 
-pytest_plugins = ["tests.support.leftovers"]
+pytest_plugins = ["tests.support.leftovers", "tests.support.flush"]
 # The package's pytest plugin (the ``leasequeue`` fixture) comes with its installation (its
 # pytest11 entry point); a checkout not installed again since the plugin was added has none.
 if "django_leasequeue.pytest_plugin" not in {
