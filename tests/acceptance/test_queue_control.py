@@ -42,10 +42,15 @@ def db_now():
 
 
 def statuses(ids) -> dict[str, int]:
-    found: dict[str, int] = {}
-    for status in Job.objects.filter(pk__in=ids).values_list("status", flat=True):
-        found[status] = found.get(status, 0) + 1
-    return found
+    """How many of these jobs are in each status: counted by PostgreSQL, the ids one array
+    (the ORM's ``pk__in`` of 20,000 ids, polled every 50 ms, was most of a test process's CPU)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT status, count(*) FROM leasequeue_job"
+            " WHERE id = ANY(%s::uuid[]) GROUP BY status",
+            [[str(job_id) for job_id in ids]],
+        )
+        return dict(cursor.fetchall())
 
 
 # Pausing

@@ -93,6 +93,9 @@ TASKS = {
 }
 STATIC_URL = "/static/"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+# The tests create and log in users all the time: the fast hasher Django's testing docs advise.
+# PBKDF2's iterations were a quarter of a test process's CPU (py-spy, 2026-12-05).
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 ASGI_APPLICATION = "tests.support.asgi.application"
 CHANNEL_LAYERS = {
     "default": {
