@@ -166,6 +166,30 @@ def test_overlap_allow_always_enqueues(backend):
     assert Schedule.objects.get(task_path=allowed_tick.module_path).skipped_count == 0
 
 
+def pending_capped_tick(scheduled_at):
+    """A schedule whose task is capped at one unfinished job (not registered)."""
+
+
+pending_capped_tick = LeaseTask(
+    func=pending_capped_tick, every=timedelta(seconds=1), overlap="allow", max_pending=1
+)
+
+
+def test_ticks_and_run_now_are_not_held_to_max_pending(backend):
+    """As docs/flow-control.md says: a full cap never makes a tick disappear; ``overlap``
+    bounds a schedule."""
+    sync(pending_capped_tick)
+    first = next_tick(pending_capped_tick)
+    fired = [
+        fire(backend, pending_capped_tick, first + timedelta(seconds=n)).job_id for n in range(2)
+    ]
+    assert None not in fired
+    assert run_now(backend.enqueuer, declaration_of(pending_capped_tick)) is not None
+    unfinished = Job.objects.filter(task_path=pending_capped_tick.module_path, status="queued")
+    assert unfinished.count() == 3  # past the cap of 1
+    assert not unfinished.filter(pending_key=None).exists()  # each counts against the cap
+
+
 def test_a_paused_schedule_does_not_fire_its_ticks_but_runs_now(backend):
     sync(slow_tick)
     Schedule.objects.filter(task_path=slow_tick.module_path).update(paused=True)
