@@ -6,7 +6,7 @@ package's helpers), never from another test module.
 - ``tasks``: the tasks the tests enqueue, ``basic`` and one module per subject;
 - the test project's app (label ``tests``): ``apps``, ``models``, ``migrations``,
   ``templates``, and its ``urls``, ``views`` and ``asgi`` applications;
-- the helpers: ``helpers``, ``processes``, ``leftovers`` (a pytest plugin, see conftest.py),
-  ``servers``, ``proxy``, ``docs_snippets``, ``hook_examples``, ``otel_export``, ``json_logs``,
-  ``signal_log``, ``permissions`` and ``viewers``.
+- the helpers: ``helpers``, ``processes``, ``leftovers`` and ``flush`` (pytest plugins, see
+  conftest.py), ``servers``, ``proxy``, ``docs_snippets``, ``hook_examples``, ``otel_export``,
+  ``json_logs``, ``signal_log``, ``permissions`` and ``viewers``.
 """
