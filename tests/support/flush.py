@@ -12,7 +12,6 @@ table and each of its indexes. When a test changed the kept tables, the flush is
 every table, then the signal.
 """
 
-import contextlib
 from collections.abc import Iterator
 
 import pytest
@@ -30,7 +29,7 @@ _CHECKSUM = """
          FROM auth_permission)))"""
 
 # What the kept tables held after the last full flush of each database (by alias).
-_made_by_migrate: dict[str, str] = {}
+_after_full_flush: dict[str, str] = {}
 _django_handle = flush.Command.handle
 
 
@@ -63,22 +62,16 @@ def _sql_flush_keeping_tables(style, connection, reset_sequences=True, allow_cas
     )
 
 
-@contextlib.contextmanager
-def _keeping_tables() -> Iterator[None]:
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(flush, "sql_flush", _sql_flush_keeping_tables)
-        yield
-
-
 def _handle(self, **options):
     database = options["database"]
     if options.get("inhibit_post_migrate"):
         return _django_handle(self, **options)
-    if _made_by_migrate.get(database) == _checksum(database):
-        with _keeping_tables():
+    if _after_full_flush.get(database) == _checksum(database):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(flush, "sql_flush", _sql_flush_keeping_tables)
             return _django_handle(self, **{**options, "inhibit_post_migrate": True})
     result = _django_handle(self, **options)
-    _made_by_migrate[database] = _checksum(database)
+    _after_full_flush[database] = _checksum(database)
     return result
 
 
