@@ -8,15 +8,18 @@ Here the flush leaves ``django_content_type`` and ``auth_permission`` as they ar
 hold what the last full flush left (a checksum, one query), skips the signal, and truncates only
 the tables that hold rows (one query finds them; ``CASCADE`` takes the empty tables that refer
 to them): a test touches a few of the 26 tables, and each one truncated means new files for the
-table and each of its indexes. When a test changed the kept tables, the flush is Django's own:
-every table, then the signal.
+table and each of its indexes. That query first locks the tables against writes, so it waits, as
+Django's ``TRUNCATE`` does, for a write still in flight: the last statement of a process a test
+killed runs on in its server session after the process is gone, and a row it inserts into a
+table read as empty would outlive the flush into the next test.
+When a test changed the kept tables, the flush is Django's own: every table, then the signal.
 """
 
 from collections.abc import Iterator
 
 import pytest
 from django.core.management.commands import flush
-from django.db import connections
+from django.db import connections, transaction
 
 KEPT_TABLES = ("django_content_type", "auth_permission")
 
@@ -48,12 +51,11 @@ def _sql_flush_keeping_tables(style, connection, reset_sequences=True, allow_cas
         )
         if table not in KEPT_TABLES
     ]
-    with connection.cursor() as cursor:
+    quoted = [connection.ops.quote_name(table) for table in tables]
+    with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
+        cursor.execute(f"LOCK TABLE {', '.join(quoted)} IN SHARE MODE")
         cursor.execute(
-            " UNION ALL ".join(
-                f"SELECT %s WHERE EXISTS (SELECT FROM {connection.ops.quote_name(table)})"
-                for table in tables
-            ),
+            " UNION ALL ".join(f"SELECT %s WHERE EXISTS (SELECT FROM {table})" for table in quoted),
             tables,
         )
         holding_rows = [table for (table,) in cursor.fetchall()]
