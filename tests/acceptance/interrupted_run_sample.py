@@ -17,5 +17,9 @@ def test_waits_with_workers_running(start_workers):
     workers = start_workers("--processes", "2")
     pids = [workers.process.pid, *workers.wait_for_children(2)]
     ready = {"pids": pids, "database": connection.settings_dict["NAME"]}
-    Path(os.environ["LEASEQUEUE_SAMPLE_READY"]).write_text(json.dumps(ready))
+    # Written whole under another name, then renamed: the outer test reads it once it exists.
+    path = Path(os.environ["LEASEQUEUE_SAMPLE_READY"])
+    partial = path.with_suffix(".partial")
+    partial.write_text(json.dumps(ready))
+    partial.rename(path)
     time.sleep(float(os.environ["LEASEQUEUE_SAMPLE_WAIT"]))

@@ -56,6 +56,63 @@ async def test_an_async_test_gets_a_flushed_database_not_a_rolled_back_one(lease
     assert (await leasequeue.adrain()).succeeded == 1
 
 
+# A user's test module: an async test that commits jobs, then tests that must not see them.
+USERS_SUITE = """
+import pytest
+
+from django_leasequeue.models import Job
+from tests.support.tasks import testing as tasks
+
+
+async def test_an_async_test_commits_and_drains(leasequeue):
+    await tasks.send_welcome.aenqueue(3)
+    assert (await leasequeue.adrain()).succeeded == 1
+
+
+def test_the_next_test_finds_no_job(leasequeue):
+    assert Job.objects.count() == 0
+
+
+@pytest.mark.django_db(databases=["default"])
+async def test_a_marked_async_test_commits_and_drains(leasequeue):
+    assert await Job.objects.acount() == 0
+    await tasks.send_welcome.aenqueue(4)
+    assert (await leasequeue.adrain()).succeeded == 1
+
+
+async def test_nor_does_the_next_async_one(leasequeue):
+    assert await Job.objects.acount() == 0
+"""
+
+
+@pytest.mark.django_db  # this process's test database name, with its xdist suffix
+def test_an_async_tests_jobs_are_gone_before_the_next_test_of_a_users_suite(tmp_path):
+    """A pytest of its own over a user's module (the package's plugin, pytest-django and
+    pytest-asyncio alone): the async test got a flush, not a rollback its rows escaped."""
+    (tmp_path / "test_users_suite.py").write_text(USERS_SUITE)
+    database = connection.settings_dict
+    auth = database["USER"] + (f":{database['PASSWORD']}" if database["PASSWORD"] else "")
+    server = f"postgres://{auth}@{database['HOST']}:{database['PORT']}"
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "tests.support.settings",
+        "PYTHONPATH": str(ROOT),
+        "DATABASE_URL": f"{server}/{database['NAME']}_users",
+        "LEASEQUEUE_TEST_KEY_PREFIX": f"{database['NAME']}-users",
+    }
+    env.pop("PYTEST_XDIST_WORKER", None)  # not one of this run's processes
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-o", "asyncio_mode=auto"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "4 passed" in run.stdout
+
+
 def test_the_package_registers_the_plugin_with_pytest():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert project["entry-points"]["pytest11"] == {"leasequeue": "django_leasequeue.pytest_plugin"}
