@@ -22,6 +22,7 @@ from redis.exceptions import RedisError
 from django_leasequeue.conf import BackendConfig
 from django_leasequeue.runtime.config import WorkerConfig
 from django_leasequeue.runtime.database import Database
+from django_leasequeue.runtime.fairness import OldestDueBound
 from django_leasequeue.runtime.flow_claims import FlowClaimer
 from django_leasequeue.runtime.open_queues import OpenQueues
 from django_leasequeue.sql import jobs as jobs_sql
@@ -189,6 +190,8 @@ class Claimer:
         self._flow_due = True
         # When this worker last claimed the oldest due job ahead of priority order (fairness).
         self._oldest_claimed_at = time.monotonic()
+        # Where its next probe starts (runtime/fairness.py).
+        self._oldest_bound = OldestDueBound()
         self._slot_freed = asyncio.Event()
         self.redis_down = False
         self._redis_retry_at = 0.0
@@ -337,14 +340,15 @@ class Claimer:
         )
 
     async def _claim_oldest(self) -> list[ClaimedJob]:
-        self._oldest_claimed_at = time.monotonic()
+        self._oldest_claimed_at = now = time.monotonic()
         open_queues = await self.open_queues.current()
-        oldest = await self.db.run(
-            jobs_sql.oldest_due_job(self.queues)
-            if open_queues is None
-            else jobs_sql.oldest_due_job_by_queue(open_queues)
-        )
-        return [] if oldest is None else await self.db.run(self._claim_by_ids([oldest]))
+        if open_queues is None:
+            not_before = self._oldest_bound.current(now)
+            oldest = await self.db.run(jobs_sql.oldest_due_job(self.queues, not_before=not_before))
+            self._oldest_bound.found(oldest)
+        else:
+            oldest = await self.db.run(jobs_sql.oldest_due_job_by_queue(open_queues))
+        return [] if oldest is None else await self.db.run(self._claim_by_ids([oldest.id]))
 
     async def _say_what_burst_leaves(self) -> None:
         """A burst ends when its queues have nothing due; say so, and name the due jobs it

@@ -9,11 +9,12 @@ from typing import Any
 from uuid import UUID
 
 from django_leasequeue import jsonargs
-from django_leasequeue.sql.readers import applied, applied_ids, by_id, first_id, rows
+from django_leasequeue.sql.readers import applied, applied_ids, by_id, rows
 from django_leasequeue.sql.records import (
     NO_LIMITS,
     ClaimedJob,
     CompletedSteps,
+    DueJob,
     HeartbeatReply,
     Lease,
     NewJob,
@@ -161,17 +162,26 @@ def claim_batch_by_queue(
     )
 
 
-def oldest_due_job(queues: Sequence[str] | None) -> Statement[UUID | None]:
+def _due_job(rows: list[Row]) -> DueJob | None:
+    return DueJob(rows[0]["id"], rows[0]["run_after"]) if rows else None
+
+
+def oldest_due_job(
+    queues: Sequence[str] | None, *, not_before: datetime | None = None
+) -> Statement[DueJob | None]:
+    """The fairness probe; jobs without an expiry only from ``not_before`` on (``None``: from
+    the head of the claim index)."""
     return statement(
         "oldest_due_job",
-        first_id,
+        _due_job,
         queues=None if queues is None else list(queues),
+        not_before=not_before,
     )
 
 
-def oldest_due_job_by_queue(open_queues: Sequence[str]) -> Statement[UUID | None]:
+def oldest_due_job_by_queue(open_queues: Sequence[str]) -> Statement[DueJob | None]:
     """``oldest_due_job`` while a queue is paused: over these open queues only."""
-    return statement("oldest_due_job_by_queue", first_id, queues=list(open_queues))
+    return statement("oldest_due_job_by_queue", _due_job, queues=list(open_queues))
 
 
 def _heartbeat_reply(rows: list[Row]) -> HeartbeatReply:

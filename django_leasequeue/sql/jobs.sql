@@ -238,15 +238,21 @@ WHERE job.id = picked.id
 RETURNING {{job.claimed_job_columns}};
 
 -- name: oldest_due_job
--- Fairness: the unlimited due job waiting longest, whatever its priority, none of a paused queue or past its expiry (one index probe per priority present, on each of claim_batch's two heads).
+-- Fairness: the unlimited due job waiting longest, whatever its priority, none of a paused queue or past its expiry (one index probe per priority present, on each of claim_batch's two heads), its run_after; jobs without an expiry from %(not_before)s::timestamptz on (NULL: from the head).
+-- The bound keeps the probe off the head of leasequeue_job_claim_plain while a snapshot is held:
+-- there every job claimed since leaves an entry that no scan can mark dead, and a probe from the
+-- head visits the row of each (runtime/fairness.py says where the bound comes from). Rows before
+-- it are skipped on the index entries, without a visit.
 WITH RECURSIVE plain_priorities AS (
     (SELECT priority FROM leasequeue_job
      WHERE status IN ('queued', 'retrying') AND flow_key IS NULL AND expires_at IS NULL
+       AND run_after >= coalesce(%(not_before)s::timestamptz, '-infinity')
      ORDER BY priority DESC LIMIT 1)
     UNION ALL
     SELECT (SELECT job.priority FROM leasequeue_job AS job
             WHERE job.status IN ('queued', 'retrying') AND job.flow_key IS NULL
               AND job.expires_at IS NULL AND job.priority < plain_priorities.priority
+              AND job.run_after >= coalesce(%(not_before)s::timestamptz, '-infinity')
             ORDER BY job.priority DESC LIMIT 1)
     FROM plain_priorities
     WHERE plain_priorities.priority IS NOT NULL
@@ -267,6 +273,7 @@ CROSS JOIN LATERAL (
     SELECT id, run_after FROM leasequeue_job
     WHERE status IN ('queued', 'retrying') AND flow_key IS NULL AND expires_at IS NULL
       AND priority = plain_priorities.priority AND run_after <= now()
+      AND run_after >= coalesce(%(not_before)s::timestamptz, '-infinity')
       AND (%(queues)s::text[] IS NULL OR queue_name = ANY(%(queues)s::text[]))
       AND queue_name || '' <> ALL(ARRAY(SELECT queue_name FROM leasequeue_paused_queue))
     ORDER BY priority DESC, run_after, id
@@ -288,8 +295,8 @@ ORDER BY run_after, id
 LIMIT 1;
 
 -- name: oldest_due_job_by_queue
--- Fairness while a queue is paused: as oldest_due_job, over these open queues (one index probe each).
-SELECT head.id FROM unnest(%(queues)s::text[]) AS open(queue_name)
+-- Fairness while a queue is paused: as oldest_due_job, over these open queues (one index probe each), from the head.
+SELECT head.id, head.run_after FROM unnest(%(queues)s::text[]) AS open(queue_name)
 CROSS JOIN LATERAL (
     SELECT id, run_after FROM (
         SELECT id, run_after, expires_at FROM leasequeue_job

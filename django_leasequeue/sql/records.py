@@ -39,6 +39,13 @@ class LimitColumns(NamedTuple):
 NO_LIMITS = LimitColumns(None, None, None, None)
 
 
+class DueJob(NamedTuple):
+    """A due job the fairness probe found, and the time it became due."""
+
+    id: UUID
+    run_after: datetime
+
+
 class NewJob(NamedTuple):
     """A job about to be enqueued, its options resolved against the backend's defaults.
 

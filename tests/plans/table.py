@@ -15,6 +15,7 @@ waiting on them, and a chain of 500 steps waiting.
 """
 
 from dataclasses import dataclass
+from datetime import datetime
 from uuid import UUID
 
 import psycopg
@@ -210,6 +211,8 @@ class Sample:
     due: list[UUID]  # due plain jobs of the queue "emails", in claim order
     limited: list[UUID]  # due jobs held to limits
     flow_keys: list[str]
+    # The fairness probe's last find: when the oldest due plain job became due.
+    oldest_due_run_after: datetime
 
 
 def build(conn: psycopg.Connection, schema: str = SCHEMA) -> Sample:
@@ -268,4 +271,8 @@ def sample(conn: psycopg.Connection) -> Sample:
         ),
         limited=ids("status = 'queued' AND flow_key IS NOT NULL ORDER BY id LIMIT 10"),
         flow_keys=[f"tenant-{n}" for n in range(PARTITIONS)],
+        oldest_due_run_after=conn.execute(
+            "SELECT min(run_after) FROM leasequeue_job WHERE status IN ('queued', 'retrying')"
+            " AND flow_key IS NULL AND expires_at IS NULL AND run_after <= now()"
+        ).fetchone()[0],
     )

@@ -145,6 +145,10 @@ CASES: dict[str, Case] = {
         lambda s: jobs_sql.oldest_due_job(None),
         _plain(CLAIM_PLAIN, CLAIM_EXPIRING, may=EXPIRING_HEAD),
     ),
+    "oldest_due_job_from_its_last_find": Case(
+        lambda s: jobs_sql.oldest_due_job(None, not_before=s.oldest_due_run_after),
+        _plain(CLAIM_PLAIN, CLAIM_EXPIRING, may=EXPIRING_HEAD),
+    ),
     "oldest_due_job_by_queue": Case(
         lambda s: jobs_sql.oldest_due_job_by_queue(["default", "emails"]),
         _plain(f"{QUEUE_DUE}|{QUEUE_CLAIM}"),
