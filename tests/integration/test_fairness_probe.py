@@ -4,14 +4,13 @@ pages; from the head it visits the row behind each (runtime/fairness.py)."""
 
 from datetime import timedelta
 
-import psycopg
 import pytest
 from django.db import connection
 from django.utils import timezone
 
 from django_leasequeue.models import Job
 from django_leasequeue.sql import jobs as jobs_sql
-from tests.support.helpers import execute
+from tests.support.helpers import execute, session_of_its_own
 from tests.support.tasks.basic import add
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -33,10 +32,7 @@ def _pages_read(statement) -> int:
 def held_snapshot():
     """An idle REPEATABLE READ transaction that has read (its snapshot taken): vacuum and
     scans alike must keep every row version it may see."""
-    params = connection.get_connection_params()
-    params.pop("cursor_factory", None)
-    params.pop("context", None)
-    with psycopg.connect(**params) as holder:
+    with session_of_its_own() as holder:
         holder.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         holder.execute("SELECT count(*) FROM leasequeue_job")
         yield

@@ -7,11 +7,11 @@ import threading
 import time
 from collections.abc import Callable
 
-import psycopg
 import pytest
 from django.db import close_old_connections, connection, connections
 
 from django_leasequeue.runtime.job_connections import close_old_job_connections
+from tests.support.helpers import session_of_its_own
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -58,10 +58,7 @@ def error_on_a_usable_connection(conn) -> None:
 def error_on_a_dead_connection(conn) -> None:
     conn.close_at = None
     pid = conn.connection.info.backend_pid
-    params = conn.get_connection_params()
-    params.pop("cursor_factory", None)
-    params.pop("context", None)
-    with psycopg.connect(**params, autocommit=True) as other:
+    with session_of_its_own(conn, autocommit=True) as other:
         other.execute("SELECT pg_terminate_backend(%s)", [pid])
     conn.errors_occurred = True
 

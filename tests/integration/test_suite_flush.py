@@ -5,11 +5,11 @@ import threading
 import time
 import uuid
 
-import psycopg
 import pytest
 from django.core.management import call_command
-from django.db import connection, connections
+from django.db import connections
 
+from tests.support.helpers import session_of_its_own
 from tests.support.models import Receipt
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -19,10 +19,7 @@ def test_a_row_committed_while_the_flush_looks_for_rows_is_flushed():
     """The table is empty when the flush starts; another session's insert, not yet committed,
     commits while the flush waits for it. The row must not reach the next test."""
     call_command("flush", interactive=False, verbosity=0)  # a full one, as after a first test
-    params = connection.get_connection_params()
-    params.pop("cursor_factory", None)
-    params.pop("context", None)
-    with psycopg.connect(**params) as writer:
+    with session_of_its_own() as writer:
         writer.execute(
             f"INSERT INTO {Receipt._meta.db_table} (job_id, written_by) VALUES (%s, 'in flight')",
             [uuid.uuid4()],

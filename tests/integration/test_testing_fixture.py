@@ -11,6 +11,7 @@ import pytest
 from django.db import connection
 
 from django_leasequeue import testing
+from tests.acceptance import harness
 from tests.support.tasks import testing as tasks
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,15 +91,12 @@ def test_an_async_tests_jobs_are_gone_before_the_next_test_of_a_users_suite(tmp_
     """A pytest of its own over a user's module (the package's plugin, pytest-django and
     pytest-asyncio alone): the async test got a flush, not a rollback its rows escaped."""
     (tmp_path / "test_users_suite.py").write_text(USERS_SUITE)
-    database = connection.settings_dict
-    auth = database["USER"] + (f":{database['PASSWORD']}" if database["PASSWORD"] else "")
-    server = f"postgres://{auth}@{database['HOST']}:{database['PORT']}"
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "tests.support.settings",
         "PYTHONPATH": str(ROOT),
-        "DATABASE_URL": f"{server}/{database['NAME']}_users",
-        "LEASEQUEUE_TEST_KEY_PREFIX": f"{database['NAME']}-users",
+        "DATABASE_URL": f"{harness.test_database_url()}_users",
+        "LEASEQUEUE_TEST_KEY_PREFIX": f"{connection.settings_dict['NAME']}-users",
     }
     env.pop("PYTEST_XDIST_WORKER", None)  # not one of this run's processes
     run = subprocess.run(

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
+import psycopg
 from django.db import connections
 
 from django_leasequeue.models import Job
@@ -155,6 +156,15 @@ def validate_status_json(data: dict) -> None:
     schema = json.loads((Path(__file__).parents[2] / "docs" / "status.schema.json").read_text())
     validator = jsonschema.Draft202012Validator
     validator(schema, format_checker=validator.FORMAT_CHECKER).validate(data)
+
+
+def session_of_its_own(wrapper=None, **options) -> psycopg.Connection:
+    """A psycopg connection of its own (not Django's) to the database of ``wrapper``, a Django
+    connection (default: the test's), with its settings."""
+    params = (wrapper or connections["default"]).get_connection_params()
+    params.pop("cursor_factory", None)
+    params.pop("context", None)
+    return psycopg.connect(**params, **options)
 
 
 def plan_nodes(node: dict):
