@@ -14,9 +14,9 @@ from django_leasequeue.models import Job
 from django_leasequeue.sql import jobs as jobs_sql
 from django_leasequeue.sql import operator_actions as operator_actions_sql
 from django_leasequeue.sql.executor import execute
-from django_leasequeue.tasks_framework import InvalidTask
+from django_leasequeue.tasks_framework import InvalidTask, task_backends
 from django_leasequeue.tasks_framework import signals as task_signals
-from tests.support.helpers import try_claim, try_claim_batch
+from tests.support.helpers import try_claim, try_claim_batch, wakeups_delivered
 from tests.support.servers import RedisServer
 from tests.support.settings import KEY_PREFIX
 from tests.support.tasks.basic import add, report
@@ -40,6 +40,7 @@ def test_commit_writes_the_row_then_signals_its_id(backend, redis_client):
         result = add.enqueue(1, 2)
         assert redis_client.llen(WAKEUPS) == 0
     assert Job.objects.filter(pk=result.id, status="queued").exists()
+    wakeups_delivered(backend.wakeups)
     assert redis_client.lrange(WAKEUPS, 0, -1) == [result.id.encode()]
 
 
@@ -63,6 +64,7 @@ def test_enqueue_succeeds_with_redis_down_and_logs_a_warning(caplog):
             assert server.process is not None
             import redis
 
+            wakeups_delivered(task_backends["default"].wakeups)
             assert redis.Redis(port=server.port).llen("lqdown:wakeups:default") == 1
             server.stop()
             with caplog.at_level(logging.WARNING, logger="django_leasequeue"):
@@ -80,6 +82,7 @@ def test_enqueue_succeeds_with_redis_down_and_logs_a_warning(caplog):
 
 def test_delayed_job_is_not_claimable_or_signalled_before_run_after(backend, redis_client):
     later = add.using(run_after=timezone.now() + timedelta(hours=1)).enqueue(1, 2)
+    wakeups_delivered(backend.wakeups)
     assert redis_client.llen(WAKEUPS) == 0
     assert try_claim_batch(worker_id="w") == []
     assert try_claim([later.id], "w") == []
@@ -91,6 +94,7 @@ def test_enqueue_many_inserts_every_job_in_order(backend, redis_client):
     results = backend.enqueue_many([(add, (i, i), {}) for i in range(1000)])
     assert [r.args for r in results] == [[i, i] for i in range(1000)]
     assert Job.objects.count() == 1000
+    wakeups_delivered(backend.wakeups)
     assert redis_client.llen(WAKEUPS) == 1000
     assert len({r.id for r in results}) == 1000
 
@@ -261,7 +265,7 @@ def test_nothing_after_the_commit_raises_into_the_caller(settings, caplog):
 @pytest.mark.django_db(transaction=True)
 def test_the_wakeup_is_out_before_task_enqueued_receivers_run():
     """A slow task_enqueued receiver (a remote log, an audit write) does not hold back the
-    job's pickup: when receivers run, the wakeup is already in Redis."""
+    job's pickup: when receivers run, the wakeup has been sent to Redis."""
     import redis
 
     from django_leasequeue.tasks_framework import task_enqueued
@@ -277,6 +281,7 @@ def test_the_wakeup_is_out_before_task_enqueued_receivers_run():
         seen_by_receiver = []
 
         def receiver(task_result, **kwargs):
+            wakeups_delivered(task_backends["default"].wakeups)  # what was sent before now
             seen_by_receiver.append(client.lrange("lqorder:wakeups:default", 0, -1))
 
         task_enqueued.connect(receiver)
@@ -339,24 +344,25 @@ def test_wakeups_sent_without_replies_survive_a_redis_restart(caplog):
         with override_settings(CACHES=server.caches(), TASKS=tasks):
             wakeups = redis.Redis(port=server.port)
             first = add.enqueue(1, 1)
+            wakeups_delivered(task_backends["default"].wakeups)
             assert wakeups.lrange("lqrestart:wakeups:default", 0, -1) == [first.id.encode()]
             server.stop()
             with caplog.at_level(logging.WARNING, logger="django_leasequeue"):
                 down = add.enqueue(2, 2)
             assert "1 job(s) enqueued in PostgreSQL woke no worker" in caplog.text
             server.start()
-            from django_leasequeue.tasks_framework import task_backends
-
             task_backends["default"].wakeups._paused_until = 0.0  # not 5 s: the test goes on
             wakeups = redis.Redis(port=server.port)
             second = add.enqueue(3, 3)
             third = add.enqueue(4, 4)
+            wakeups_delivered(task_backends["default"].wakeups)
             assert wakeups.lrange("lqrestart:wakeups:default", 0, -1) == [
                 second.id.encode(),
                 third.id.encode(),
             ]
             # The connection answered nothing: CLIENT REPLY OFF holds after a reconnection.
-            assert wakeups.info("commandstats")["cmdstat_rpush"]["calls"] == 2
+            # (Three pushes: two wakeups and the marker of wakeups_delivered.)
+            assert wakeups.info("commandstats")["cmdstat_rpush"]["calls"] == 3
     assert Job.objects.filter(pk__in=[first.id, down.id, second.id, third.id]).count() == 4
 
 
@@ -387,6 +393,7 @@ def test_threads_share_the_process_connection_for_wakeups():
             for thread in threads:
                 thread.join()
             add.enqueue(2, 2)
+            wakeups_delivered(task_backends["default"].wakeups)
             client = redis.Redis(port=server.port)
             assert client.llen("lqthreads:wakeups:default") == 5
             pushers = [c for c in client.client_list() if c["cmd"] == "rpush"]

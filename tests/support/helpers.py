@@ -13,12 +13,14 @@ from datetime import UTC, datetime
 import psycopg
 from django.db import connections
 
+from django_leasequeue import replyless
 from django_leasequeue.models import Job
 from django_leasequeue.runtime.job_handle import JobHandle
 from django_leasequeue.sql import jobs as jobs_sql
 from django_leasequeue.sql.executor import execute
 from django_leasequeue.sql.records import ClaimedJob, Lease, SweptJob
 from django_leasequeue.sql.statement import Statement
+from django_leasequeue.wakeups import Wakeups
 
 SHORT_LEASE = 0.2
 
@@ -165,6 +167,19 @@ def session_of_its_own(wrapper=None, **options) -> psycopg.Connection:
     params.pop("cursor_factory", None)
     params.pop("context", None)
     return psycopg.connect(**params, **options)
+
+
+def wakeups_delivered(wakeups: Wakeups, timeout: float = 10.0) -> None:
+    """Return once Redis has run every wakeup push this process sent without a reply.
+
+    Enqueue pushes on a connection of its own without waiting (``replyless.py``), and Redis may
+    serve a command from another connection first (it reads a long push in pieces). A marker
+    sent on that same connection comes back only after the pushes before it.
+    """
+    client = wakeups.client()
+    marker = f"{wakeups.key_prefix}:delivered:{uuid.uuid4()}"
+    replyless.sender.send(client, [("RPUSH", marker, "here")])
+    assert client.blpop([marker], timeout=timeout) is not None, "the wakeup pushes never arrived"
 
 
 def plan_nodes(node: dict):
