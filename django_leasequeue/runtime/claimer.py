@@ -14,6 +14,7 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import NamedTuple
 
 import psycopg
@@ -25,6 +26,7 @@ from django_leasequeue.runtime.database import Database
 from django_leasequeue.runtime.fairness import OldestDueBound
 from django_leasequeue.runtime.flow_claims import FlowClaimer
 from django_leasequeue.runtime.open_queues import OpenQueues
+from django_leasequeue.runtime.poll_bound import PollBound
 from django_leasequeue.sql import jobs as jobs_sql
 from django_leasequeue.sql import reads as reads_sql
 from django_leasequeue.sql.records import ClaimedJob
@@ -190,8 +192,10 @@ class Claimer:
         self._flow_due = True
         # When this worker last claimed the oldest due job ahead of priority order (fairness).
         self._oldest_claimed_at = time.monotonic()
-        # Where its next probe starts (runtime/fairness.py).
+        # Where its next probe starts (runtime/fairness.py), and its next poll
+        # (runtime/poll_bound.py).
         self._oldest_bound = OldestDueBound()
+        self._poll_bound = PollBound()
         self._slot_freed = asyncio.Event()
         self.redis_down = False
         self._redis_retry_at = 0.0
@@ -281,7 +285,7 @@ class Claimer:
         if not claimed and (not woken or poll_due):
             self._last_poll = time.monotonic()
             self._flow_due = True
-            claimed = await self.db.run(await self._poll(free))
+            claimed = await self._poll(free)
             if len(claimed) == free:
                 self._flow_due = False  # a full claim: no slot left for limited jobs
         self._backlog = len(claimed) >= free
@@ -322,22 +326,34 @@ class Claimer:
         job goes first, whatever its priority: no job starves under a stream of higher ones."""
         return now - self._oldest_claimed_at >= self.backend_config.oldest_first_seconds
 
-    async def _poll(self, free: int) -> Statement[list[ClaimedJob]]:
+    async def _poll(self, free: int) -> list[ClaimedJob]:
+        """Claim up to ``free`` due jobs by the claim index. A poll that starts after the last
+        full one's position and comes back short is completed from the head, so that a short
+        poll always means nothing more is due (a burst then ends)."""
+        lease_seconds = self.backend_config.lease_seconds
         open_queues = await self.open_queues.current()
-        if open_queues is None:
-            return jobs_sql.claim_batch(
-                self.queues,
-                free,
-                worker_id=self.worker_id,
-                lease_seconds=self.backend_config.lease_seconds,
-                with_expiring=self._expiring_waiting(),
+        if open_queues is not None:
+            return await self.db.run(
+                jobs_sql.claim_batch_by_queue(
+                    open_queues, free, worker_id=self.worker_id, lease_seconds=lease_seconds
+                )
             )
-        return jobs_sql.claim_batch_by_queue(
-            open_queues,
-            free,
+        with_expiring = self._expiring_waiting()
+        bounded = jobs_sql.claim_batch_starts_after(self.queues, with_expiring=with_expiring)
+        after = self._poll_bound.current(time.monotonic()) if bounded else None
+        claim = partial(
+            jobs_sql.claim_batch,
+            self.queues,
             worker_id=self.worker_id,
-            lease_seconds=self.backend_config.lease_seconds,
+            lease_seconds=lease_seconds,
+            with_expiring=with_expiring,
         )
+        claimed = await self.db.run(claim(free, after=after))
+        if after is not None and len(claimed) < free:
+            claimed += await self.db.run(claim(free - len(claimed)))
+        if bounded:
+            self._poll_bound.claimed(claimed, free)
+        return claimed
 
     async def _claim_oldest(self) -> list[ClaimedJob]:
         self._oldest_claimed_at = now = time.monotonic()

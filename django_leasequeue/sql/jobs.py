@@ -13,6 +13,7 @@ from django_leasequeue.sql.readers import applied, applied_ids, by_id, rows
 from django_leasequeue.sql.records import (
     NO_LIMITS,
     ClaimedJob,
+    ClaimPosition,
     CompletedSteps,
     DueJob,
     HeartbeatReply,
@@ -135,17 +136,35 @@ def claim_batch(
     worker_id: str,
     lease_seconds: float,
     with_expiring: bool = True,
+    after: ClaimPosition | None = None,
 ) -> Statement[list[ClaimedJob]]:
     """The poll claim in priority order; jobs with an expiry only ``with_expiring`` (a dearer
     plan: workers ask for them while their sweep sees one waiting). Without them, the claim
-    of every queue or of one runs on a cached plan (``claim_batch``)."""
+    of every queue or of one runs on a cached plan (``claim_batch``), which may start
+    ``after`` a position (``claim_batch_starts_after``; None: from the head)."""
     queues = None if queues is None else list(queues)
     claim = {"limit": limit, "worker_id": worker_id, "lease_seconds": lease_seconds}
-    if with_expiring:
-        return statement("claim_batch_with_expiring", _claimed, queues=queues, **claim)
-    if queues is not None and len(set(queues)) != 1:  # none, or several
+    if not claim_batch_starts_after(queues, with_expiring=with_expiring):
+        if after is not None:
+            raise ValueError("Only the poll of every queue or of one starts after a position.")
+        if with_expiring:
+            return statement("claim_batch_with_expiring", _claimed, queues=queues, **claim)
         return statement("claim_batch_of_queues", _claimed, queues=queues, **claim)
-    return statement("claim_batch", _claimed, queue=queues[0] if queues else None, **claim)
+    return statement(
+        "claim_batch",
+        _claimed,
+        queue=queues[0] if queues else None,
+        after_priority=None if after is None else after.priority,
+        after_run_after=None if after is None else after.run_after,
+        after_id=None if after is None else after.id,
+        **claim,
+    )
+
+
+def claim_batch_starts_after(queues: Sequence[str] | None, *, with_expiring: bool) -> bool:
+    """Whether ``claim_batch`` of these queues may start after a position: its claim of every
+    queue or of one, without jobs with an expiry. The others always read from the head."""
+    return not with_expiring and (queues is None or len(set(queues)) == 1)
 
 
 def claim_batch_by_queue(

@@ -114,9 +114,10 @@ SELECT * FROM leasequeue_claim_by_ids(%(ids)s::uuid[], %(worker_id)s::text,
 SELECT id FROM leasequeue_job WHERE id = ANY(%(ids)s::uuid[]);
 
 -- name: claim_batch
--- Poll path: claim up to %(limit)s::integer due unlimited jobs without an expiry of one queue (NULL = every queue) in priority order, none of a paused queue; its plan cached (functions/leasequeue_claim_batch.sql).
+-- Poll path: claim up to %(limit)s::integer due unlimited jobs without an expiry of one queue (NULL = every queue) in priority order, none of a paused queue, from the head or after a claim-order position (NULL: from the head); its plan cached (functions/leasequeue_claim_batch.sql).
 SELECT * FROM leasequeue_claim_batch(%(queue)s::text, %(limit)s::integer, %(worker_id)s::text,
-                                     %(lease_seconds)s::float8);
+                                     %(lease_seconds)s::float8, %(after_priority)s::integer,
+                                     %(after_run_after)s::timestamptz, %(after_id)s::uuid);
 
 -- name: claim_batch_of_queues
 -- Poll path of a worker of several queues: as claim_batch, over these queues, planned at every execution.

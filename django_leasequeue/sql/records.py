@@ -46,6 +46,15 @@ class DueJob(NamedTuple):
     run_after: datetime
 
 
+class ClaimPosition(NamedTuple):
+    """Where a job stands in claim order (priority, highest first, then run_after, then id):
+    where a bounded poll claim starts (``runtime/poll_bound.py``)."""
+
+    priority: int
+    run_after: datetime
+    id: UUID
+
+
 class NewJob(NamedTuple):
     """A job about to be enqueued, its options resolved against the backend's defaults.
 

@@ -11,6 +11,7 @@ from tests.acceptance.harness import wait_until
 from tests.support.tasks.basic import (
     add,
     async_sleep,
+    enqueues_a_backdated_job,
     flaky,
     reports_progress,
     resumes_from_checkpoint,
@@ -40,6 +41,23 @@ def test_burst_runs_sync_and_async_tasks_and_exits(start_workers):
     assert {job.status for job in jobs} == {"succeeded"}
     assert sorted(job.result for job in jobs if job.task_path.endswith("add"))[:3] == [1, 2, 3]
     assert "Burst: nothing due is left" in log
+
+
+def test_a_burst_runs_a_job_enqueued_behind_where_its_polls_have_reached(start_workers, backend):
+    """Polls start at the last full poll's last job (runtime/poll_bound.py). A job enqueued
+    mid-burst due an hour ago sorts before that, and the burst still runs it before it ends
+    (the fairness probe, which would find it too, is kept out for the run)."""
+    first = enqueues_a_backdated_job.enqueue(7)
+    backend.enqueue_many([(add, (n, n), {}) for n in range(300)])
+    workers = start_workers(
+        "--burst", "--processes", "1", "--concurrency", "4", options={"oldest_first_seconds": 3600}
+    )
+    assert workers.process.wait(60) == 0, workers.log()
+    first.refresh()
+    backdated = Job.objects.get(pk=first.return_value)
+    assert backdated.run_after < first.enqueued_at
+    assert (backdated.status, backdated.result) == ("succeeded", 14)
+    assert Job.objects.exclude(status="succeeded").count() == 0
 
 
 def test_failures_retry_with_backoff_then_fail_keeping_every_error(start_workers):

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from django_leasequeue.models import Job
 from django_leasequeue.sql import jobs as jobs_sql
-from tests.support.helpers import execute, session_of_its_own
+from tests.support.helpers import execute, held_snapshot, pages_read
 from tests.support.tasks.basic import add
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -19,28 +19,14 @@ WAITING = 3000
 CLAIMED = 2990
 
 
-def _pages_read(statement) -> int:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {statement.query.sql}", statement.params
-        )
-        [[[plan]]] = cursor.fetchall()
-    return plan["Plan"].get("Shared Hit Blocks", 0) + plan["Plan"].get("Shared Read Blocks", 0)
-
-
 @pytest.fixture
-def held_snapshot():
-    """An idle REPEATABLE READ transaction that has read (its snapshot taken): vacuum and
-    scans alike must keep every row version it may see."""
-    with session_of_its_own() as holder:
-        holder.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        holder.execute("SELECT count(*) FROM leasequeue_job")
+def snapshot_held():
+    with held_snapshot():
         yield
-        holder.rollback()
 
 
 def test_from_its_last_find_the_probe_skips_the_jobs_claimed_under_a_held_snapshot(
-    backend, held_snapshot
+    backend, snapshot_held
 ):
     add.get_backend().enqueue_many([(add, (n, n), {}) for n in range(WAITING)])
     with connection.cursor() as cursor:  # each a millisecond later than the one before
@@ -66,7 +52,7 @@ def test_from_its_last_find_the_probe_skips_the_jobs_claimed_under_a_held_snapsh
     assert (found.id, found.run_after) == (first_live.id, first_live.run_after)
     from_its_find = jobs_sql.oldest_due_job(None, not_before=found.run_after)
     assert execute(from_its_find) == found
-    head_pages, bounded_pages = _pages_read(from_head), _pages_read(from_its_find)
+    head_pages, bounded_pages = pages_read(from_head), pages_read(from_its_find)
     # From the head: the row behind each of the 2,990 entries (605 pages when written). From
     # its find: the entries before the bound are passed over on the index's own pages (about
     # 30 here), never their rows.

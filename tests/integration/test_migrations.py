@@ -51,7 +51,12 @@ OLD_CHAIN = [
     "0023_unique_keys_per_task",
 ]
 # Migrations after the squash, which both databases go through alike.
-AFTER_SQUASH = ["0024_failure_groups", "0025_queue_history", "0026_estimates_follow_bursts"]
+AFTER_SQUASH = [
+    "0024_failure_groups",
+    "0025_queue_history",
+    "0026_estimates_follow_bursts",
+    "0027_poll_claim_starts_after_a_position",
+]
 
 # What a schema is made of, each as rows that sort the same whatever the order of creation.
 _SCHEMA = {

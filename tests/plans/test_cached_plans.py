@@ -1,4 +1,4 @@
-"""The plan-cache decisions of migrations 0016-0022, as tested facts.
+"""The plan-cache decisions of migrations 0016-0022 and 0027, as tested facts.
 
 The functions exist so that PostgreSQL plans their statements once per session rather than at
 every call. A plan kept for a session must be right whatever the table holds later, so each
@@ -9,13 +9,15 @@ the function as the worker does, in a session of its own (a plan cache of its ow
 the plans that ran (``explain.py``).
 """
 
+from typing import Any
 from uuid import UUID
 
 import psycopg
 import pytest
 
 from django_leasequeue.sql import jobs as jobs_sql
-from django_leasequeue.sql.records import Lease
+from django_leasequeue.sql.records import ClaimPosition, Lease
+from django_leasequeue.sql.statement import Statement
 from tests.plans.bench import PlanBench
 from tests.plans.conftest import PlansDatabase
 from tests.plans.explain import Plan
@@ -47,16 +49,19 @@ def _one(plans: list[Plan], fragment: str) -> Plan:
     return plan
 
 
-def _claim(bench: PlanBench, queues: list[str] | None) -> Plan:
-    _, plans = bench.run(
-        jobs_sql.claim_batch(
-            queues,
-            CLAIM_LIMIT,
-            worker_id="host-7",
-            lease_seconds=LEASE_SECONDS,
-            with_expiring=False,
-        )
+def _poll(queues: list[str] | None, after: ClaimPosition | None = None) -> Statement[Any]:
+    return jobs_sql.claim_batch(
+        queues,
+        CLAIM_LIMIT,
+        worker_id="host-7",
+        lease_seconds=LEASE_SECONDS,
+        with_expiring=False,
+        after=after,
     )
+
+
+def _claim(bench: PlanBench, queues: list[str] | None) -> Plan:
+    _, plans = bench.run(_poll(queues))
     return _one(plans, "UPDATE leasequeue_job AS job")
 
 
@@ -111,6 +116,28 @@ def test_claims_run_the_generic_plan_from_the_first_call(bench):
     assert guarded_indexes(one_queue) == {QUEUE_CLAIM, PKEY}, outline(one_queue)
     assert "Sort" not in one_queue.node_types(), outline(one_queue)
     assert CLAIM_LIMIT < one_queue.rows_read(QUEUE_CLAIM) <= 1000, outline(one_queue)
+
+
+@pytest.mark.parametrize(("queues", "index"), [(None, CLAIM_PLAIN), (["emails"], QUEUE_CLAIM)])
+def test_a_claim_from_a_position_walks_its_claim_index_from_there(bench, queues, index):
+    """claim_batch after a position (0027): each arm (higher priorities, the position's own
+    from it on, lower ones) a generic plan on the claim index, without a sort, stopping at
+    the LIMIT."""
+    claimed, _ = bench.run(_poll(queues))
+    last = max(claimed, key=lambda row: (-row[3], row[18], row[0]))  # priority, run_after, id
+    after = ClaimPosition(last[3], last[18], last[0])
+    claimed_after, plans = bench.run(_poll(queues, after=after))
+    arms = [plan for plan in plans if "UPDATE leasequeue_job AS job" in plan.text]
+    assert len(claimed_after) == CLAIM_LIMIT and arms
+    for arm in arms:
+        assert arm.is_generic(), outline(arm)
+        assert guarded_indexes(arm) == {index, PKEY}, outline(arm)
+        assert "Sort" not in arm.node_types(), outline(arm)
+    read = sum(arm.rows_read(index) for arm in arms)
+    if queues is None:
+        assert read == CLAIM_LIMIT, [outline(arm) for arm in arms]
+    else:  # the walk of one queue reads ahead, up to 1000 due rows
+        assert CLAIM_LIMIT <= read <= 1000 * len(arms), [outline(arm) for arm in arms]
 
 
 def test_claim_of_several_queues_is_planned_at_every_execution(plans_db: PlansDatabase):

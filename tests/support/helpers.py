@@ -201,6 +201,30 @@ def rows_read(statement: Statement) -> int:
     return _rows_of(scans)
 
 
+def pages_read(statement: Statement) -> int:
+    """Buffer pages the statement read, those of the statements inside a function it calls
+    included (EXPLAIN ANALYZE, rolled back)."""
+    with connections["default"].cursor() as cursor:
+        cursor.execute("BEGIN")
+        cursor.execute(
+            f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {statement.query.sql}", statement.params
+        )
+        [[[plan]]] = cursor.fetchall()
+        cursor.execute("ROLLBACK")
+    return plan["Plan"].get("Shared Hit Blocks", 0) + plan["Plan"].get("Shared Read Blocks", 0)
+
+
+@contextlib.contextmanager
+def held_snapshot():
+    """An idle REPEATABLE READ transaction that has read (its snapshot taken), open for the
+    block: vacuum and scans alike must keep every row version it may see."""
+    with session_of_its_own() as holder:
+        holder.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        holder.execute("SELECT count(*) FROM leasequeue_job")
+        yield
+        holder.rollback()
+
+
 def _rows_of(scans: list[dict]) -> int:
     """Rows the scan nodes produced or filtered out."""
     return sum(
@@ -212,6 +236,21 @@ def rows_read_inside(statement: Statement, *, of_statement: str = "") -> int:
     """``rows_read`` of a statement whose work is done by a PL/pgSQL function: the scans of the
     job table by the statements inside it (those whose text holds ``of_statement``), as
     auto_explain reports their plans (rolled back)."""
+    return _rows_of(_scans_inside(statement, of_statement))
+
+
+def pages_read_inside(statement: Statement, *, index: str) -> int:
+    """Buffer pages read by the scans of ``index`` inside a PL/pgSQL function (the index's
+    pages and the rows behind its entries), as auto_explain reports them (rolled back)."""
+    scans = _scans_inside(statement, "", buffers=True)
+    return sum(
+        n.get("Shared Hit Blocks", 0) + n.get("Shared Read Blocks", 0)
+        for n in scans
+        if n.get("Index Name") == index
+    )
+
+
+def _scans_inside(statement: Statement, of_statement: str, buffers: bool = False) -> list[dict]:
     connection = connections["default"]
     connection.ensure_connection()
     plans: list[str] = []
@@ -227,6 +266,7 @@ def rows_read_inside(statement: Statement, *, of_statement: str = "") -> int:
             for setting, value in {
                 "log_min_duration": "0",
                 "log_analyze": "on",
+                "log_buffers": "on" if buffers else "off",
                 "log_nested_statements": "on",
                 "log_format": "json",
                 "log_level": "notice",
@@ -245,7 +285,7 @@ def rows_read_inside(statement: Statement, *, of_statement: str = "") -> int:
         if node.get("Relation Name") == "leasequeue_job"
     ]
     assert scans, "auto_explain reported no scan of the job table"
-    return _rows_of(scans)
+    return scans
 
 
 def statistics_of_finished_jobs(backend, jobs: int = 10_000) -> None:

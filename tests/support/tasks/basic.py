@@ -145,3 +145,13 @@ def pools_found():
     from django_leasequeue.runtime.startup import connection_pools
 
     return sorted(connection_pools())
+
+
+@task
+def enqueues_a_backdated_job(a):
+    """Enqueues add(a, a) due an hour ago: behind where a worker's polls have reached."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    return add.using(run_after=timezone.now() - timedelta(hours=1)).enqueue(a, a).id
