@@ -2,6 +2,7 @@
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import threading
 import time
@@ -119,8 +120,8 @@ def claim_limited(free: int = 10, worker_id: str = "w", lease_seconds: float = 3
     return asyncio.run(claim())
 
 
-def running_handle(deadline: float) -> JobHandle:
-    """A handle of a job no database knows, as the worker holds it (for its services)."""
+def claimed_job(**changes) -> ClaimedJob:
+    """A claimed job no database knows, as a claim returns it, with ``changes``."""
     now = datetime.now(UTC)
     job = ClaimedJob(
         lease=Lease(uuid.uuid4(), 1),
@@ -142,7 +143,12 @@ def running_handle(deadline: float) -> JobHandle:
         errors=[],
         run_after=now,
     )
-    handle = JobHandle(job, db=None, progress_interval=1.0, publish=None)
+    return dataclasses.replace(job, **changes)
+
+
+def running_handle(deadline: float) -> JobHandle:
+    """A handle of a job no database knows, as the worker holds it (for its services)."""
+    handle = JobHandle(claimed_job(), db=None, progress_interval=1.0, publish=None)
     handle.fence_deadline = deadline
     return handle
 

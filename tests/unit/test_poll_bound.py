@@ -6,31 +6,13 @@ from uuid import UUID
 
 from django_leasequeue.runtime.poll_bound import PollBound
 from django_leasequeue.sql.records import ClaimedJob, ClaimPosition, Lease
+from tests.support.helpers import claimed_job
 
 NOON = datetime(2026, 12, 6, 12, 0, tzinfo=UTC)
 
 
 def _job(priority: int, run_after: datetime, id_: int) -> ClaimedJob:
-    return ClaimedJob(
-        lease=Lease(UUID(int=id_), 1),
-        task_path="t",
-        queue_name="default",
-        priority=priority,
-        backend="default",
-        args=[],
-        kwargs={},
-        attempt=1,
-        max_attempts=1,
-        timeout_seconds=None,
-        backoff_seconds=0.0,
-        checkpoint=None,
-        enqueued_at=run_after,
-        started_at=run_after,
-        last_attempted_at=run_after,
-        worker_ids=["w"],
-        errors=[],
-        run_after=run_after,
-    )
+    return claimed_job(lease=Lease(UUID(int=id_), 1), priority=priority, run_after=run_after)
 
 
 def test_after_a_full_poll_the_next_starts_at_its_last_job_in_claim_order():
