@@ -8,9 +8,9 @@ drain fell from 1,282 to 721 jobs/s by its last tenth. So after a full poll the 
 at the position of the last job it took: every due job before it at that priority was taken.
 
 A job that appears before that position later (enqueued with a past ``run_after``, or committed
-by a transaction older than the poll) is found by a poll from the head: the one that follows a
-poll that came back short (the claimer's), and one every ``reset_seconds`` (the fairness probe's
-interval, ``runtime/fairness.py``).
+by a transaction older than the poll) is found by a poll from the head: the claimer completes a
+poll that came back short from the head at once, and every ``reset_seconds`` (the fairness
+probe's interval, ``runtime/fairness.py``) a poll starts there.
 """
 
 from collections.abc import Sequence
