@@ -15,24 +15,30 @@ from datetime import datetime
 
 from django_leasequeue.sql.records import DueJob
 
-# How often the probe reads from the head of the claim index again.
+# How often the probe (and the poll claim, runtime/poll_bound.py) reads from the head of the
+# claim index again.
 RESET_SECONDS = 60.0
 
 
-class OldestDueBound:
-    """The ``not_before`` of a worker's next fairness probe."""
+class ResettingBound[T]:
+    """Where a walk of the claim index starts: a bound its walks set, read as None (the head)
+    at the first walk and again once every ``reset_seconds``."""
 
     def __init__(self, reset_seconds: float = RESET_SECONDS) -> None:
         self.reset_seconds = reset_seconds
-        self._bound: datetime | None = None
-        self._reset_at = 0.0  # the first probe starts at the head
+        self._bound: T | None = None
+        self._reset_at = 0.0  # the first walk starts at the head
 
-    def current(self, now: float) -> datetime | None:
-        """The bound for a probe at ``now`` (``time.monotonic()``); ``None``: from the head."""
+    def current(self, now: float) -> T | None:
+        """The bound for a walk at ``now`` (``time.monotonic()``); ``None``: from the head."""
         if now >= self._reset_at:
             self._bound = None
             self._reset_at = now + self.reset_seconds
         return self._bound
+
+
+class OldestDueBound(ResettingBound[datetime]):
+    """The ``not_before`` of a worker's next fairness probe."""
 
     def found(self, job: DueJob | None) -> None:
         """What the probe found: the next one starts at its run_after. Nothing found keeps the

@@ -15,30 +15,18 @@ probe's interval, ``runtime/fairness.py``) a poll starts there.
 
 from collections.abc import Sequence
 
-from django_leasequeue.runtime.fairness import RESET_SECONDS
+from django_leasequeue.runtime.fairness import ResettingBound
 from django_leasequeue.sql.records import ClaimedJob, ClaimPosition
 
 
-class PollBound:
+class PollBound(ResettingBound[ClaimPosition]):
     """The ``after`` of a worker's next poll claim."""
-
-    def __init__(self, reset_seconds: float = RESET_SECONDS) -> None:
-        self.reset_seconds = reset_seconds
-        self._after: ClaimPosition | None = None
-        self._reset_at = 0.0  # the first poll starts at the head
-
-    def current(self, now: float) -> ClaimPosition | None:
-        """The position a poll at ``now`` (``time.monotonic()``) starts after; None: the head."""
-        if now >= self._reset_at:
-            self._after = None
-            self._reset_at = now + self.reset_seconds
-        return self._after
 
     def claimed(self, jobs: Sequence[ClaimedJob], asked: int) -> None:
         """What a poll took of the ``asked``: after a full one, the next starts at its last
         job in claim order; after a short one, at the head."""
         if len(jobs) < asked or not jobs:
-            self._after = None
+            self._bound = None
             return
         last = max(jobs, key=lambda job: (-job.priority, job.run_after, job.lease.job_id))
-        self._after = ClaimPosition(last.priority, last.run_after, last.lease.job_id)
+        self._bound = ClaimPosition(last.priority, last.run_after, last.lease.job_id)
